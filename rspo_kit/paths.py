@@ -1,0 +1,66 @@
+"""Where rspo_kit reads curated inputs and writes derived artefacts.
+
+Curated inputs (split manifests, vocabularies) live in the repository's ``data/``. Everything derived
+(generated game files, tokenizers, checkpoints) goes to a cache directory, never into git and never
+into the home directory of a machine that did not ask for it:
+
+* ``RSPO_KIT_CACHE`` if set;
+* otherwise ``<checkout>/.cache`` when rspo_kit runs from a source checkout (the usual case);
+* otherwise ``~/.cache/rspo_kit``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+_CHECKOUT_DIR = _PACKAGE_DIR.parent
+
+
+def data_dir() -> Path:
+    """The curated ``data/`` directory (override with ``RSPO_KIT_DATA``)."""
+    override = os.environ.get("RSPO_KIT_DATA")
+    path = Path(override) if override else _CHECKOUT_DIR / "data"
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"rspo_kit data directory not found at {path}. Run from a source checkout of rspo_kit "
+            "or point RSPO_KIT_DATA at its data/ directory."
+        )
+    return path
+
+
+def cache_dir() -> Path:
+    """Root of all derived artefacts; created on first use."""
+    override = os.environ.get("RSPO_KIT_CACHE")
+    if override:
+        path = Path(override)
+    elif (_CHECKOUT_DIR / "pyproject.toml").is_file():
+        path = _CHECKOUT_DIR / ".cache"
+    else:
+        path = Path.home() / ".cache" / "rspo_kit"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def alfworld_data_dir() -> Path:
+    """The directory alfworld calls ``ALFWORLD_DATA``.
+
+    A user who points ``ALFWORLD_DATA`` at the official ALFWorld files keeps it; otherwise it is set to
+    a folder of our cache so that alfworld never writes to the home directory.
+    """
+    current = os.environ.get("ALFWORLD_DATA")
+    if current:
+        return Path(current)
+    path = cache_dir() / "alfworld"
+    path.mkdir(parents=True, exist_ok=True)
+    os.environ["ALFWORLD_DATA"] = str(path)
+    return path
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers never see a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
