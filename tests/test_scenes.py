@@ -22,7 +22,9 @@ from rspo_kit.envs.alfworld.scenes import (
 
 
 def _spec(task_type="pick_and_place_simple", room=None, **kw):
-    return TaskSpec(id="t/0", task_type=task_type, room=room or TASK_ROOMS[task_type][0], layout=3, seed=11, **kw)
+    return TaskSpec(
+        id="t/0", task_type=task_type, room=room or TASK_ROOMS[task_type][0], layout=3, seed=11, **kw
+    )
 
 
 @pytest.mark.parametrize("task_type", TASK_TYPES)
@@ -49,7 +51,9 @@ def test_game_file_carries_task_text_in_grammar():
 
 
 def test_knobs_shape_the_scene():
-    small = generate_scene(_spec(knobs=SceneKnobs(n_receptacles=(4, 4), n_distractors=(0, 0), n_targets=(1, 1))))
+    small = generate_scene(
+        _spec(knobs=SceneKnobs(n_receptacles=(4, 4), n_distractors=(0, 0), n_targets=(1, 1)))
+    )
     big = generate_scene(_spec(knobs=SceneKnobs(n_receptacles=(14, 14), n_distractors=(12, 12))))
     assert len(small.items) == 1  # only the target
     assert len(big.items) > 12
@@ -96,7 +100,9 @@ def test_split_sizes_and_type_balance():
 
 def test_splits_do_not_overlap():
     def keys(split):
-        return {(t.meta["spec"]["room"], t.meta["spec"]["layout"]) for t in list_tasks("alfworld", split=split)}
+        return {
+            (t.meta["spec"]["room"], t.meta["spec"]["layout"]) for t in list_tasks("alfworld", split=split)
+        }
 
     train = list_tasks("alfworld", split="train")
     evals = list_tasks("alfworld", split="eval")

@@ -12,6 +12,7 @@ raised inside one env ends only that env's episode, the same way.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -24,7 +25,9 @@ _CRASH_TEXT = "The environment crashed; the episode ends as a failure."
 
 
 def crashed_result(error: str) -> StepResult:
-    return StepResult(Observation(_CRASH_TEXT, (), ""), True, False, 0.0, False, {"crashed": True, "error": error})
+    return StepResult(
+        Observation(_CRASH_TEXT, (), ""), True, False, 0.0, False, {"crashed": True, "error": error}
+    )
 
 
 class _Slots:
@@ -125,10 +128,8 @@ class BatchRunner:
         for w, batch in by_worker.items():
             if self._workers[w] is None:
                 self._start(w)
-            try:
+            with contextlib.suppress(BrokenPipeError, OSError):  # a dead worker shows up below as no reply
                 self._workers[w][1].send((op, batch))
-            except (BrokenPipeError, OSError):
-                pass  # noticed below as a missing reply
         results: dict[int, tuple[bool, Any]] = {}
         for w, batch in by_worker.items():
             conn = self._workers[w][1]
@@ -188,10 +189,8 @@ class BatchRunner:
             if worker is None:
                 continue
             proc, conn = worker
-            try:
+            with contextlib.suppress(BrokenPipeError, OSError):
                 conn.send(("close", []))
-            except (BrokenPipeError, OSError):
-                pass
             proc.join(timeout=5)
             if proc.is_alive():
                 proc.kill()
@@ -205,7 +204,5 @@ class BatchRunner:
         self.close()
 
     def __del__(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self.close()
-        except Exception:
-            pass

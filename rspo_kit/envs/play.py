@@ -51,7 +51,9 @@ def random_policy(seed: int = 0) -> Policy:
     return choose
 
 
-def play(runner: BatchRunner, tasks: Sequence[Task], policy: Policy, progress_bar: bool = True) -> list[Episode]:
+def play(
+    runner: BatchRunner, tasks: Sequence[Task], policy: Policy, progress_bar: bool = True
+) -> list[Episode]:
     """Run one episode per task to the end; returns the episodes in task order."""
     from tqdm.auto import tqdm
 
@@ -138,7 +140,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args.out) / f"{time.strftime('%Y%m%d-%H%M%S')}_{args.env}_{args.split}_{args.policy}"
     out.mkdir(parents=True, exist_ok=True)
     (out / "episodes.jsonl").write_text("".join(json.dumps(asdict(e)) + "\n" for e in episodes))
-    (out / "summary.json").write_text(json.dumps({"args": vars(args), "seconds": seconds, "table": rows}, indent=1))
+    (out / "summary.json").write_text(
+        json.dumps({"args": vars(args), "seconds": seconds, "table": rows}, indent=1)
+    )
     title = f"{args.policy} policy on {args.env} {args.split} ({len(tasks)} tasks, {seconds:.1f}s)"
     print(f"\n{title}\n{format_table(rows)}\n\nresults: {out}/ (episodes.jsonl, summary.json)")
     return 0

@@ -25,7 +25,11 @@ _BUILTIN_MODULES = {"alfworld": "rspo_kit.envs.alfworld"}
 
 
 def register_env(
-    name: str, make: Callable[..., TextEnv], list_tasks: Callable[[str], list[Task]], *, overwrite: bool = False
+    name: str,
+    make: Callable[..., TextEnv],
+    list_tasks: Callable[[str], list[Task]],
+    *,
+    overwrite: bool = False,
 ) -> None:
     """Register an environment.
 

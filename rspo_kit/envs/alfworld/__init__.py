@@ -7,4 +7,12 @@ from rspo_kit.envs.registry import register_env
 
 register_env("alfworld", make=AlfworldEnv, list_tasks=alfworld_tasks, overwrite=True)
 
-__all__ = ["TASK_TYPES", "AlfworldEnv", "SceneKnobs", "TaskSpec", "alfworld_tasks", "game_file", "generate_scene"]
+__all__ = [
+    "TASK_TYPES",
+    "AlfworldEnv",
+    "SceneKnobs",
+    "TaskSpec",
+    "alfworld_tasks",
+    "game_file",
+    "generate_scene",
+]

@@ -152,4 +152,4 @@ class AlfworldEnv:
 
 def _instruction(intro: str) -> str:
     marker = "Your task is to: "
-    return intro[intro.index(marker) + len(marker):].strip() if marker in intro else ""
+    return intro[intro.index(marker) + len(marker) :].strip() if marker in intro else ""

@@ -59,7 +59,10 @@ TRANSFORMS: dict[str, tuple[str, str]] = {
 TEMPLATES: dict[str, tuple[str, ...]] = {
     "pick_and_place_simple": ("put a {obj} in {recep}", "put some {obj} on {recep}"),
     "look_at_obj_in_light": ("look at {obj} under the {toggle}", "examine the {obj} with the {toggle}"),
-    "pick_clean_then_place_in_recep": ("put a clean {obj} in {recep}", "clean some {obj} and put it in {recep}"),
+    "pick_clean_then_place_in_recep": (
+        "put a clean {obj} in {recep}",
+        "clean some {obj} and put it in {recep}",
+    ),
     "pick_heat_then_place_in_recep": ("put a hot {obj} in {recep}", "heat some {obj} and put it in {recep}"),
     "pick_cool_then_place_in_recep": ("put a cool {obj} in {recep}", "cool some {obj} and put it in {recep}"),
     "pick_two_obj_and_place": ("put two {obj} in {recep}", "find two {obj} and put them in {recep}"),
@@ -86,9 +89,13 @@ class SceneKnobs:
         for name in ("n_receptacles", "n_distractors", "n_targets"):
             low, high = getattr(self, name)
             if not (0 <= low <= high):
-                raise ValueError(f"SceneKnobs.{name} must be (low, high) with 0 <= low <= high, got {(low, high)}")
+                raise ValueError(
+                    f"SceneKnobs.{name} must be (low, high) with 0 <= low <= high, got {(low, high)}"
+                )
         if self.n_receptacles[0] < 3:
-            raise ValueError(f"SceneKnobs.n_receptacles must allow at least 3 receptacles, got {self.n_receptacles}")
+            raise ValueError(
+                f"SceneKnobs.n_receptacles must allow at least 3 receptacles, got {self.n_receptacles}"
+            )
         if self.n_targets[0] < 1:
             raise ValueError(f"SceneKnobs.n_targets must start at 1 or more, got {self.n_targets}")
         if not 0.0 <= self.closed_fraction <= 1.0:
@@ -207,7 +214,9 @@ class _Coords:
     def object_id(self, otype: str, suffix: str = "") -> str:
         while True:
             xyz = "|".join(_coord(self.rng.uniform(-5.0, 5.0)) for _ in range(3))
-            oid = f"{BASIN_PARENT.get(otype, otype)}|{xyz}" + (f"|{otype}" if otype in BASIN_PARENT else suffix)
+            oid = f"{BASIN_PARENT.get(otype, otype)}|{xyz}" + (
+                f"|{otype}" if otype in BASIN_PARENT else suffix
+            )
             if oid not in self.used:
                 self.used.add(oid)
                 return oid
@@ -215,7 +224,9 @@ class _Coords:
     def location(self) -> str:
         while True:
             r = self.rng
-            loc = f"loc|{r.randint(-20, 20)}|{r.randint(-20, 20)}|{r.randint(0, 3)}|{r.choice((0, 30, 45, 60))}"
+            loc = (
+                f"loc|{r.randint(-20, 20)}|{r.randint(-20, 20)}|{r.randint(0, 3)}|{r.choice((0, 30, 45, 60))}"
+            )
             if loc not in self.used:
                 self.used.add(loc)
                 return loc
@@ -259,7 +270,9 @@ def generate_scene(spec: TaskSpec) -> Scene:
     n_closed = round(knobs.closed_fraction * len(openable_ids))
     closed = set(rng.sample(openable_ids, n_closed))
     receptacles = tuple(
-        Receptacle(rid, rtype, loc, opened=rtype in OPENABLE and rid not in closed, openable=rtype in OPENABLE)
+        Receptacle(
+            rid, rtype, loc, opened=rtype in OPENABLE and rid not in closed, openable=rtype in OPENABLE
+        )
         for rtype, rid, loc in layout
     )
 
@@ -272,13 +285,19 @@ def generate_scene(spec: TaskSpec) -> Scene:
     if spec.task_type == "pick_two_obj_and_place":
         n_targets = max(2, n_targets)
     for _ in range(n_targets):
-        items.append(Item(coords.object_id(goal.object_type), goal.object_type, rng.choice(sources(goal.object_type)).id))
+        items.append(
+            Item(
+                coords.object_id(goal.object_type), goal.object_type, rng.choice(sources(goal.object_type)).id
+            )
+        )
     if goal.toggle_type:
         stands = [r for r in receptacles if r.rtype in vocab["lamps"][goal.toggle_type]]
         items.append(Item(coords.object_id(goal.toggle_type), goal.toggle_type, rng.choice(stands).id))
 
     distractor_types = [
-        o for o in vocab["objects"] if o != goal.object_type and any(can_contain(r.rtype, o) for r in receptacles)
+        o
+        for o in vocab["objects"]
+        if o != goal.object_type and any(can_contain(r.rtype, o) for r in receptacles)
     ]
     for _ in range(rng.randint(*knobs.n_distractors)):
         otype = rng.choice(distractor_types)
@@ -380,8 +399,12 @@ def problem_pddl(scene: Scene) -> str:
             init.append(f"(toggleable {name})")
             continue
         init.append(f"(pickupable {name})")
-        for prop, pred in (("Cleanable", "cleanable"), ("Heatable", "heatable"), ("Coolable", "coolable"),
-                           ("Sliceable", "sliceable")):
+        for prop, pred in (
+            ("Cleanable", "cleanable"),
+            ("Heatable", "heatable"),
+            ("Coolable", "coolable"),
+            ("Sliceable", "sliceable"),
+        ):
             if i.otype in props[prop]:
                 init.append(f"({pred} {name})")
         if i.otype in movable:

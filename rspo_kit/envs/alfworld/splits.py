@@ -73,7 +73,9 @@ def write_manifests() -> None:
 def _generated_tasks(split: str) -> tuple[Task, ...]:
     path = manifest_path(split)
     if not path.is_file():
-        raise FileNotFoundError(f"missing split manifest {path}; run `python -m rspo_kit.envs.alfworld.splits`")
+        raise FileNotFoundError(
+            f"missing split manifest {path}; run `python -m rspo_kit.envs.alfworld.splits`"
+        )
     entries = json.loads(path.read_text())
     return tuple(
         Task(env="alfworld", id=e["id"], split=split, kind=e["task_type"], meta={"spec": e}) for e in entries
@@ -98,8 +100,13 @@ def _official_tasks(root: Path, split: str) -> tuple[Task, ...]:
         traj = json.loads((game.parent / "traj_data.json").read_text())
         rel = game.parent.relative_to(root / OFFICIAL_SPLITS[split])
         tasks.append(
-            Task(env="alfworld", id=f"alfworld-official/{split}/{rel}", split=split, kind=traj["task_type"],
-                 meta={"game_file": str(game)})
+            Task(
+                env="alfworld",
+                id=f"alfworld-official/{split}/{rel}",
+                split=split,
+                kind=traj["task_type"],
+                meta={"game_file": str(game)},
+            )
         )
     return tuple(tasks)
 

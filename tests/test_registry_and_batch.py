@@ -1,0 +1,122 @@
+"""Registry (bring your own env, the README example) and the crash-safe batch runner."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from rspo_kit.envs import Observation, StepResult, Task, TextEnv, list_tasks, make_env, register_env
+from rspo_kit.envs.batch import BatchRunner
+from rspo_kit.envs.play import expert_policy, play, success_table
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+@pytest.fixture(scope="module")
+def lock_env():
+    """Runs the README's register_env example verbatim; it registers the env "lock"."""
+    text = README.read_text()
+    block = re.search(r"<!-- register-env-example -->\s*```python\n(.*?)```", text, re.S)
+    assert block, "README lost its register-env example"
+    namespace: dict = {"__name__": "readme_example"}
+    exec(compile(block.group(1), "README.md", "exec"), namespace)
+    return namespace["CombinationLock"]
+
+
+def test_readme_example_registers_a_working_env(lock_env, capsys):
+    env = make_env("lock")
+    assert isinstance(env, TextEnv)
+    tasks = list_tasks("lock", split="train")
+    assert [t.meta["code"] for t in tasks] == ["12", "907", "3141"]
+    assert list_tasks("lock", split="train", n=1) == tasks[:1]
+    env.reset(tasks[1])
+    res = env.step("press 4")
+    assert res.valid and res.info["progress"] == {"digits": 0}
+    assert not env.step("open sesame").valid
+
+
+@pytest.mark.parametrize("n_workers", [0, 2])
+def test_registered_env_runs_through_the_batch_runner(lock_env, n_workers):
+    tasks = list_tasks("lock", split="train") + list_tasks("lock", split="eval")
+    with BatchRunner("lock", n_workers=n_workers) as runner:
+        episodes = play(runner, tasks, expert_policy, progress_bar=False)
+    assert [e.won for e in episodes] == [True] * len(tasks)
+    assert [e.steps for e in episodes] == [len(t.meta["code"]) for t in tasks]
+    assert success_table(episodes)[-1]["success"] == 1.0
+
+
+def test_registering_twice_needs_overwrite(lock_env):
+    with pytest.raises(ValueError, match="already registered"):
+        register_env("lock", make=lock_env, list_tasks=lambda split: [])
+    with pytest.raises(TypeError):
+        register_env("broken", make="not callable", list_tasks=lambda split: [])
+    with pytest.raises(KeyError, match="registered envs"):
+        make_env("no-such-env")
+
+
+class Fragile:
+    """A toy env whose worker dies on "crash", hangs on "hang" and raises on "raise"."""
+
+    def reset(self, task: Task) -> Observation:
+        self.steps = 0
+        return Observation("ready", ("ok", "crash", "hang", "raise"), "say ok three times")
+
+    def step(self, action: str) -> StepResult:
+        if action == "crash":
+            os._exit(3)
+        if action == "hang":
+            time.sleep(60)
+        if action == "raise":
+            raise RuntimeError("boom")
+        self.steps += 1
+        won = self.steps == 3
+        return StepResult(
+            Observation("ok", ("ok",), ""), won, won, float(won), True, {"progress": {}, "anchor": ""}
+        )
+
+    def admissible_actions(self) -> list[str]:
+        return ["ok"]
+
+    def expert_action(self) -> str:
+        return "ok"
+
+
+register_env(
+    "fragile",
+    make=Fragile,
+    list_tasks=lambda split: [Task("fragile", f"fragile/{i}", split) for i in range(4)],
+    overwrite=True,
+)
+
+
+@pytest.mark.parametrize("bad_action", ["crash", "hang", "raise"])
+def test_a_broken_worker_fails_its_episodes_and_the_batch_carries_on(bad_action):
+    tasks = list_tasks("fragile")
+    with BatchRunner("fragile", n_workers=2, timeout_s=2.0) as runner:
+        runner.reset(tasks)
+        # slot 0 lives in worker 0 with slot 2; slots 1 and 3 live in worker 1.
+        results = runner.step({0: bad_action, 1: "ok", 2: "ok", 3: "ok"})
+        assert results[0].done and not results[0].won and results[0].info["crashed"]
+        assert not results[1].done and not results[3].done
+        if bad_action == "raise":  # only the raising env's episode ends
+            assert not results[2].done
+        else:  # the whole worker is gone: its other episode ends too, the worker restarts
+            assert results[2].info["crashed"] and runner.restarts == 1
+        runner.step({1: "ok", 3: "ok"})
+        final = runner.step({1: "ok", 3: "ok"})
+        assert final[1].won and final[3].won  # the healthy worker's episodes finish normally
+        assert bool(runner.step({2: "ok"})[2].info.get("crashed")) == (bad_action != "raise")
+        # the runner recovers: a fresh batch on the same runner plays to the end
+        episodes = play(runner, tasks, expert_policy, progress_bar=False)
+        assert all(e.won for e in episodes)
+
+
+def test_bad_runner_arguments():
+    with pytest.raises(ValueError, match="n_workers"):
+        BatchRunner("fragile", n_workers=-1)
+    with pytest.raises(KeyError):
+        BatchRunner("nope")
