@@ -169,3 +169,28 @@ def test_alfworlds_handcoded_expert_runs_through_alfred_expert(eval_task_per_typ
     while (action := env.expert_action()) is not None:
         res = env.step(action)
     assert res is not None and res.won
+
+
+def test_official_data_layout_is_served_through_the_same_code(tmp_path, monkeypatch, eval_task_per_type):
+    # Lay out two generated games the way the official ALFWorld data is organised.
+    import shutil
+
+    from rspo_kit.envs.alfworld.engine import game_file
+
+    root = tmp_path / "json_2.1.1" / "valid_seen"
+    for i, task_type in enumerate(["pick_and_place_simple", "pick_heat_then_place_in_recep"]):
+        src = game_file(eval_task_per_type[task_type]).parent
+        dst = root / f"{task_type}-Obj-None-Recep-{i}" / f"trial_T2019_{i}"
+        shutil.copytree(src, dst)
+    (root.parent / "train").mkdir()
+    monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path))
+    tasks = list_tasks("alfworld", split="eval")
+    assert [t.kind for t in tasks] == ["pick_and_place_simple", "pick_heat_then_place_in_recep"]
+    assert all(t.id.startswith("alfworld-official/eval/") for t in tasks)
+    assert list_tasks("alfworld", split="train") == []
+    env = make_env("alfworld")
+    for task in tasks:
+        env.reset(task)
+        while (action := env.expert_action()) is not None:
+            res = env.step(action)
+        assert res.won
