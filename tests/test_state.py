@@ -96,3 +96,9 @@ def test_anchor_depends_on_state_only():
     assert anchor(KITCHEN) != anchor(replace(KITCHEN, at="loc 1"))
     assert anchor(KITCHEN) != anchor(replace(KITCHEN, opened=frozenset({"fridge 1"})))
     assert anchor(KITCHEN) != anchor(replace(KITCHEN, hot=frozenset({"apple 1"})))
+
+
+def test_task_agnostic_counters():
+    w = replace(KITCHEN, at="loc 2", opened=frozenset({"fridge 1"}), held=frozenset({"mug 1"}))
+    p = progress(w, HEAT, visited={"loc 0", "loc 1"})  # loc 0 is the start, no receptacle there
+    assert (p["visited"], p["opened"], p["holding_any"]) == (2, 1, 1)

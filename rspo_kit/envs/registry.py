@@ -21,7 +21,7 @@ class EnvEntry:
 _REGISTRY: dict[str, EnvEntry] = {}
 # Built-in envs register themselves when their module is imported; importing lazily keeps
 # `import rspo_kit.envs` free of the alfworld/textworld import cost.
-_BUILTIN_MODULES = {"alfworld": "rspo_kit.envs.alfworld"}
+_BUILTIN_MODULES = {"alfworld": "rspo_kit.envs.alfworld", "webshop": "rspo_kit.envs.webshop"}
 
 
 def register_env(

@@ -83,6 +83,7 @@ class AlfworldEnv:
         self._state = state
         self._world = world_from_facts(state["facts"])
         self._seen = set(visible_objects(self._world))
+        self._visited = {self._world.at}
         self.last_obs = self._observation(state.feedback)
         return self.last_obs
 
@@ -96,13 +97,14 @@ class AlfworldEnv:
         self._state, self.steps = state, self.steps + 1
         self._world = world_from_facts(state["facts"])
         self._seen |= visible_objects(self._world)
+        self._visited.add(self._world.at)
         won = bool(state["won"])
         timeout = not won and self.steps >= self.max_steps
         self._done = won or timeout
         self.history.append(command)
         self.last_obs = self._observation(state.feedback)
         info = {
-            "progress": progress(self._world, self.goal, self._seen),
+            "progress": progress(self._world, self.goal, self._seen, self._visited),
             "anchor": anchor(self._world),
             "steps": self.steps,
             "timeout": timeout,
@@ -133,7 +135,10 @@ class AlfworldEnv:
     @property
     def info(self) -> dict:
         """Progress and anchor of the current state (also right after reset)."""
-        return {"progress": progress(self._world, self.goal, self._seen), "anchor": anchor(self._world)}
+        return {
+            "progress": progress(self._world, self.goal, self._seen, self._visited),
+            "anchor": anchor(self._world),
+        }
 
     def _follow_plan(self, command: str, valid: bool) -> None:
         if not valid or self._plan is None:

@@ -138,13 +138,19 @@ def targets_needed(task_type: str) -> int:
     return 2 if task_type == "pick_two_obj_and_place" else 1
 
 
-def progress(w: WorldState, goal: GoalInfo, seen: Iterable[str] = ()) -> dict[str, int]:
+def progress(
+    w: WorldState, goal: GoalInfo, seen: Iterable[str] = (), visited: Iterable[str] = ()
+) -> dict[str, int]:
     """Subgoal state of the task (what process rewards read).
 
     Each target object has a *stage*: how far along the task's subgoal chain it is (seen, held,
     transformed, at the destination while held, placed). ``subgoals_done`` sums the best stages over
     the number of objects the task needs (two for pick_two_obj_and_place); ``seen`` is sticky through
     ``seen``, the set of objects observed earlier in the episode.
+
+    Three task-agnostic counters serve heuristic shaping: ``visited`` (distinct receptacle locations
+    reached so far, sticky through ``visited``), ``opened`` (receptacles open now) and
+    ``holding_any`` (the agent holds some object, target or not).
     """
     names = subgoal_names(goal.task_type)
     need = targets_needed(goal.task_type)
@@ -191,4 +197,7 @@ def progress(w: WorldState, goal: GoalInfo, seen: Iterable[str] = ()) -> dict[st
         "placed": sum(1 for s in best if s == len(names)) if "placed" in names else 0,
         "subgoals_done": sum(best),
         "subgoals_total": need * len(names),
+        "visited": len((set(visited) | {w.at}) & set(w.receptacle_at.values())),
+        "opened": len(w.opened),
+        "holding_any": int(bool(w.held)),
     }
