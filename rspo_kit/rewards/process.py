@@ -1,0 +1,178 @@
+"""Process rewards r_p(s_t, a_t): the signature they share, their registry, and how to compose them.
+
+A process reward is any callable ``(progress_before, progress_after, action, valid, info) -> float``
+(``ProcessReward``): the env's progress dict before and after the step, the action string, whether
+the env understood it, and the step's ``info``. Built-ins are registered per env and name
+(``rspo_kit.rewards.alfworld``, ``rspo_kit.rewards.webshop``); ``combine``, ``weighted`` and
+``misalign`` return callables of the same signature, so a trainer never knows which one it holds.
+
+The env is named when a reward is built (``process_reward("subgoal", env="alfworld")``), not guessed
+from the keys of the progress dict: a wrong guess would silently read zeros, a wrong name fails loudly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol, TypeVar
+
+
+class ProcessReward(Protocol):
+    def __call__(
+        self,
+        progress_before: Mapping[str, float],
+        progress_after: Mapping[str, float],
+        action: str,
+        valid: bool,
+        info: Mapping[str, Any],
+        /,
+    ) -> float: ...
+
+
+RewardT = TypeVar("RewardT", bound=Callable[..., float])
+
+# env -> name -> reward. A later registration under the same names replaces the earlier one, so that
+# re-running a notebook cell that defines a reward does not fail.
+PROCESS_REWARDS: dict[str, dict[str, ProcessReward]] = {}
+
+
+def register_process_reward(env: str, name: str) -> Callable[[RewardT], RewardT]:
+    """Decorator: make ``fn`` available as ``process_reward(name, env=env)`` and in ``combine``."""
+
+    def register(fn: RewardT) -> RewardT:
+        PROCESS_REWARDS.setdefault(env, {})[name] = fn
+        return fn
+
+    return register
+
+
+def process_reward(name: str, *, env: str) -> ProcessReward:
+    """The process reward registered as ``name`` for ``env``.
+
+    >>> process_reward("subgoal", env="alfworld").__name__
+    'alfworld_subgoal'
+    """
+    if env not in PROCESS_REWARDS:
+        raise KeyError(f"no process rewards for env {env!r}; known envs: {sorted(PROCESS_REWARDS)}")
+    by_name = PROCESS_REWARDS[env]
+    if name not in by_name:
+        raise KeyError(f"no process reward {name!r} for env {env!r}; known: {sorted(by_name)}")
+    return by_name[name]
+
+
+@dataclass(frozen=True)
+class WeightedReward:
+    """Σ_i w_i · r_i(step): a process reward built from weighted process rewards.
+
+    A frozen dataclass rather than a closure so that it pickles into worker processes and prints
+    its recipe.
+    """
+
+    terms: tuple[tuple[float, ProcessReward], ...]
+
+    def __call__(
+        self,
+        progress_before: Mapping[str, float],
+        progress_after: Mapping[str, float],
+        action: str,
+        valid: bool,
+        info: Mapping[str, Any],
+        /,
+    ) -> float:
+        total = 0.0
+        for weight, reward in self.terms:
+            total += weight * reward(progress_before, progress_after, action, valid, info)
+        return total
+
+
+def weighted(terms: Iterable[tuple[float, ProcessReward]]) -> WeightedReward:
+    """Compose callables: ``weighted([(1.0, r1), (0.5, r2)])(*step) == r1(*step) + 0.5 * r2(*step)``."""
+    terms = tuple((float(w), r) for w, r in terms)
+    for weight, reward in terms:
+        if not math.isfinite(weight):
+            raise ValueError(f"weights must be finite, got {weight!r} for {reward!r}")
+        if not callable(reward):
+            raise TypeError(f"a process reward must be callable, got {reward!r}")
+    return WeightedReward(terms)
+
+
+def combine(weights: Mapping[str, float], *, env: str) -> WeightedReward:
+    """Compose registered rewards by name, e.g. ``combine({"subgoal": 1.0, "heuristic": 0.5}, env="alfworld")``.
+
+    >>> reward = combine({"subgoal": 1.0, "heuristic": 0.5}, env="alfworld")
+    >>> before = {"subgoals_done": 0, "subgoals_total": 4, "visited": 1, "opened": 0, "holding_any": 0}
+    >>> after = {**before, "subgoals_done": 1, "visited": 2}   # walked somewhere new and saw the target
+    >>> reward(before, after, "go to countertop 1", True, {})   # 1.0 * 0.25 + 0.5 * 0.1
+    0.3
+    """
+    return weighted((weight, process_reward(name, env=env)) for name, weight in weights.items())
+
+
+def misalign(eps: float, *, env: str, base: str | ProcessReward = "subgoal") -> WeightedReward:
+    """(1 − eps) · base + eps · hack: a knob from aligned (eps = 0, exactly ``base``) to hackable (eps = 1).
+
+    ``hack`` is the env's registered ``"hack"`` reward: it pays, per event, what one subgoal pays, for
+    behaviour that never leads to success (ALFWorld: picking up or putting down anything, walking
+    back to a known place; WebShop: navigation clicks). So eps reads as the share of the reward a
+    policy can collect by looping instead of solving the task.
+
+    >>> reward = misalign(0.5, env="alfworld")
+    >>> state = {"subgoals_done": 2, "subgoals_total": 4, "visited": 3, "holding_any": 1}
+    >>> reward(state, {**state, "subgoals_done": 1, "holding_any": 0}, "move apple 1 to sinkbasin 1", True, {})
+    0.0
+    """
+    if not (0.0 <= eps <= 1.0):
+        raise ValueError(f"eps must lie in [0, 1], got {eps!r}")
+    base_reward = process_reward(base, env=env) if isinstance(base, str) else base
+    return weighted([(1.0 - eps, base_reward), (eps, process_reward("hack", env=env))])
+
+
+class ProcessStep(NamedTuple):
+    """One step as a process reward sees it; a plain 5-tuple in the same order works too."""
+
+    progress_before: Mapping[str, float]
+    progress_after: Mapping[str, float]
+    action: str
+    valid: bool
+    info: Mapping[str, Any]
+
+
+def episode_steps(
+    initial_progress: Mapping[str, float], actions: Sequence[str], results: Sequence[Any]
+) -> list[ProcessStep]:
+    """Pair each ``StepResult`` with the progress before it (the reset's, then the previous step's).
+
+    ``results`` are ``StepResult``s (anything with ``.valid`` and ``.info["progress"]``).
+    """
+    if len(actions) != len(results):
+        raise ValueError(f"{len(actions)} actions but {len(results)} results")
+    steps, before = [], initial_progress
+    for action, result in zip(actions, results, strict=True):
+        after = result.info["progress"]
+        steps.append(ProcessStep(before, after, action, result.valid, result.info))
+        before = after
+    return steps
+
+
+def step_rewards(reward: ProcessReward, steps: Iterable[Sequence[Any]]) -> list[float]:
+    """r_p of every step of one trajectory, in order."""
+    return [float(reward(*step)) for step in steps]
+
+
+def process_return(reward: ProcessReward, steps: Iterable[Sequence[Any]], *, gamma: float = 1.0) -> float:
+    """Σ_t γ^t · r_p(step_t) over one trajectory (γ = 1: the plain sum).
+
+    >>> reward = process_reward("subgoal", env="alfworld")
+    >>> p = [{"subgoals_done": d, "subgoals_total": 4} for d in (0, 1, 2)]
+    >>> steps = [(p[0], p[1], "go to countertop 1", True, {}), (p[1], p[2], "take apple 1 from countertop 1", True, {})]
+    >>> process_return(reward, steps), process_return(reward, steps, gamma=0.5)
+    (0.5, 0.375)
+    """
+    if not (0.0 <= gamma <= 1.0):
+        raise ValueError(f"gamma must lie in [0, 1], got {gamma!r}")
+    total, discount = 0.0, 1.0
+    for r in step_rewards(reward, steps):
+        total += discount * r
+        discount *= gamma
+    return total
