@@ -1,0 +1,144 @@
+"""Model presets: tiny and small Qwen2-architecture models built locally, or any local HF checkpoint.
+
+``tiny`` (~1M parameters) and ``small`` (~5M) are built from a config with a BPE tokenizer trained on
+the environments' text (see ``corpus.py``, ``tokenizer.py``); both are created on first use, saved
+with ``save_pretrained`` (safetensors) in the cache and loaded with ``from_pretrained`` afterwards.
+The same inputs (corpus, config, seed) give the same tokenizer and the same initial weights.
+Any other name is a local path or a Hugging Face id that must already be in the local HF cache:
+nothing is ever downloaded at run time.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, Qwen2Config, Qwen2ForCausalLM
+
+from rspo_kit.paths import cache_dir
+from rspo_kit.policy.device import DeviceSpec, resolve_device
+from rspo_kit.policy.tokenizer import load_or_train
+
+ActionMode = Literal["choice", "free"]
+
+
+@dataclass(frozen=True)
+class ModelPreset:
+    name: str
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    intermediate_size: int
+    vocab_size: int = 2048
+    max_positions: int = 1024
+    action_mode: ActionMode = "choice"  # tiny models waste most free-text steps on invalid text
+    max_prompt_tokens: int = 384
+
+
+PRESETS: dict[str, ModelPreset] = {
+    "tiny": ModelPreset(
+        "tiny", hidden_size=128, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=384
+    ),
+    "small": ModelPreset(
+        "small", hidden_size=256, num_layers=6, num_heads=8, num_kv_heads=4, intermediate_size=768
+    ),
+}
+CORPUS_ENVS = ("alfworld",)  # envs whose text trains the preset tokenizers
+
+
+def qwen2_config(p: ModelPreset, tokenizer) -> Qwen2Config:
+    return Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=p.hidden_size,
+        intermediate_size=p.intermediate_size,
+        num_hidden_layers=p.num_layers,
+        num_attention_heads=p.num_heads,
+        num_key_value_heads=p.num_kv_heads,
+        max_position_embeddings=p.max_positions,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+
+
+@cache
+def _corpus(envs: tuple[str, ...]) -> tuple[str, ...]:
+    from rspo_kit.policy.corpus import env_corpus
+    from rspo_kit.policy.prompts import TEMPLATE_WORDS
+
+    texts: list[str] = list(TEMPLATE_WORDS)
+    for env in envs:
+        texts += env_corpus(env)
+    return tuple(texts)
+
+
+def corpus_texts(envs: tuple[str, ...] = CORPUS_ENVS) -> list[str]:
+    """The tokenizer corpus, computed once and cached on disk (it needs env rollouts)."""
+    path = cache_dir() / "corpus" / f"{'-'.join(envs)}.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    texts = list(_corpus(envs))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.with_suffix(".tmp").write_text(json.dumps(texts))
+    path.with_suffix(".tmp").replace(path)
+    return texts
+
+
+def build_preset(name: str, seed: int = 0) -> Path:
+    """Create (once) and return the folder of a scratch preset: config, weights, tokenizer."""
+    p = PRESETS[name]
+    tokenizer = load_or_train(corpus_texts(), cache_dir() / "tokenizers", p.vocab_size)
+    key = tokenizer.backend_tokenizer.to_str().encode()
+    import hashlib
+
+    folder = cache_dir() / "models" / f"{name}-seed{seed}-{hashlib.sha256(key).hexdigest()[:12]}"
+    if (folder / "config.json").is_file():
+        return folder
+    torch.manual_seed(seed)
+    model = Qwen2ForCausalLM(qwen2_config(p, tokenizer))
+    tmp = folder.with_name(folder.name + ".tmp")
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    (tmp / "rspo_preset.json").write_text(json.dumps(asdict(p), indent=1))
+    tmp.replace(folder)
+    return folder
+
+
+def preset_of(name_or_path: str) -> ModelPreset:
+    """The preset settings (action mode, prompt budget) for a model name or folder."""
+    if name_or_path in PRESETS:
+        return PRESETS[name_or_path]
+    meta = Path(name_or_path) / "rspo_preset.json"
+    if meta.is_file():
+        return ModelPreset(**json.loads(meta.read_text()))
+    return ModelPreset(name_or_path, 0, 0, 0, 0, 0, action_mode="free", max_prompt_tokens=1024)
+
+
+def load_model(
+    name_or_path: str, device: DeviceSpec | None = None, seed: int = 0
+) -> tuple[PreTrainedModel, object]:
+    """(model, tokenizer) for a preset name, a local folder, or an HF id already in the local cache."""
+    device = device or resolve_device()
+    if name_or_path in PRESETS:
+        path = str(build_preset(name_or_path, seed))
+    else:
+        path = name_or_path
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=device.dtype, local_files_only=True)
+    except OSError as err:
+        raise FileNotFoundError(
+            f"model {name_or_path!r} is neither a preset {sorted(PRESETS)} nor a local checkpoint. rspo_kit never "
+            "downloads at run time: put the model in the Hugging Face cache beforehand "
+            "(`huggingface-cli download <id>` on a machine with internet) or pass a local folder."
+        ) from err
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model.to(device.device), tokenizer

@@ -1,0 +1,201 @@
+"""Per-step prompts with a compact memory, and the projection from a model reply to an action.
+
+A tiny model sees only its prompt, so the prompt carries what a person would remember: for ALFWorld
+the receptacles of the room in order, each as ``?`` (not yet looked at), ``closed`` or what was seen
+in it, where the agent is and what it holds; for WebShop the queries tried and the items viewed.
+Then the last ``k`` (action, observation) pairs, the current observation and the admissible actions.
+Length is bounded: the oldest history goes first, then the action list; the current observation and
+the memory are never cut.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+# Words of the template, added to the tokenizer corpus so that prompts tokenize compactly.
+TEMPLATE_WORDS = (
+    "Task: ",
+    "Memory: ",
+    "At: ",
+    "Holding: ",
+    "nothing",
+    "Recent: ",
+    "Now: ",
+    "Actions: ",
+    "Queries: ",
+    "Viewed: ",
+    "Reply with the next action only.",
+    "Reply with <action>your action</action>.",
+)
+
+_RECEPTACLES = re.compile(r"Looking quickly around you, you see (.*?)\.(?:\n|$)", re.S)
+_ARRIVE = re.compile(r"^You arrive at (.+?)\. (.*)$", re.S)
+_OPEN = re.compile(r"^You open the (.+?)\. (.*)$", re.S)
+_CONTENTS = re.compile(r"(?:On the .+?, you see|In it, you see) (.*?)\.$", re.S)
+_PICK = re.compile(r"^You pick up the (.+?) from the (.+?)\.$")
+_MOVE = re.compile(r"^You move the (.+?) to the (.+?)\.$")
+
+
+def _split_list(text: str) -> list[str]:
+    """'a apple 1, a mug 2, and a fork 1' -> ['apple 1', 'mug 2', 'fork 1']."""
+    if text.strip() == "nothing":
+        return []
+    items = re.split(r", and |, | and ", text.strip())
+    return [re.sub(r"^(a|an|the) ", "", item.strip()) for item in items if item.strip()]
+
+
+@dataclass(frozen=True)
+class AlfworldMemory:
+    """What the agent has seen of the room: receptacles in order, contents, location, inventory."""
+
+    order: tuple[str, ...] = ()
+    contents: dict[str, str] = field(default_factory=dict)  # receptacle -> "?", "closed" or "a, b"
+    at: str = ""
+    holding: str = ""
+
+    def update(self, action: str, observation: str) -> AlfworldMemory:
+        m = _RECEPTACLES.search(observation)
+        if m:  # the opening look: the room's receptacles, none looked at yet
+            order = tuple(_split_list(m.group(1)))
+            return AlfworldMemory(order, {r: "?" for r in order}, "", "")
+        contents = dict(self.contents)
+        at, holding = self.at, self.holding
+        if m := _ARRIVE.match(observation) or _OPEN.match(observation):
+            at, rest = m.group(1), m.group(2)
+            if rest.startswith(f"The {at} is closed"):
+                contents[at] = "closed"
+            elif c := _CONTENTS.search(rest):
+                contents[at] = ", ".join(_split_list(c.group(1))) or "nothing"
+        elif m := _PICK.match(observation):
+            holding, rec = m.group(1), m.group(2)
+            left = [o for o in contents.get(rec, "").split(", ") if o and o != holding]
+            contents[rec] = ", ".join(left) or "nothing"
+        elif m := _MOVE.match(observation):
+            obj, rec = m.group(1), m.group(2)
+            have = [o for o in contents.get(rec, "").split(", ") if o and o not in ("nothing", "?", "closed")]
+            contents[rec] = ", ".join([*have, obj])
+            holding = ""
+        return replace(self, contents=contents, at=at, holding=holding)
+
+    def render(self) -> str:
+        seen = "; ".join(f"{r}: {self.contents.get(r, '?')}" for r in self.order)
+        return f"At: {self.at or 'start'}. Holding: {self.holding or 'nothing'}. {seen}"
+
+
+@dataclass(frozen=True)
+class WebShopMemory:
+    """Queries tried and items viewed, in order."""
+
+    queries: tuple[str, ...] = ()
+    viewed: tuple[str, ...] = ()
+
+    def update(self, action: str, observation: str) -> WebShopMemory:
+        a = action.strip().lower()
+        if a.startswith("search[") and a.endswith("]"):
+            return replace(self, queries=(*self.queries, a[7:-1])[-3:])
+        if a.startswith("click[") and a.endswith("]") and re.fullmatch(r"[a-z0-9]{10}", a[6:-1]):
+            return replace(self, viewed=tuple(dict.fromkeys((*self.viewed, a[6:-1])))[-5:])
+        return self
+
+    def render(self) -> str:
+        return f"Queries: {' | '.join(self.queries) or 'none'}. Viewed: {', '.join(self.viewed) or 'none'}"
+
+
+MEMORIES = {"alfworld": AlfworldMemory, "webshop": WebShopMemory}
+
+
+@dataclass(frozen=True)
+class PromptConfig:
+    history: int = 2  # last k (action, observation) pairs
+    max_tokens: int = 384
+    show_actions: bool = True
+    reply_format: str = "plain"  # "plain": action on the first line; "tagged": <action>...</action>
+
+    def __post_init__(self) -> None:
+        if self.history < 0:
+            raise ValueError(f"PromptConfig.history must be >= 0, got {self.history}")
+        if self.reply_format not in ("plain", "tagged"):
+            raise ValueError(
+                f"PromptConfig.reply_format must be 'plain' or 'tagged', got {self.reply_format!r}"
+            )
+
+
+@dataclass
+class EpisodeContext:
+    """Everything the prompt of one running episode needs; updated after every step."""
+
+    env: str
+    instruction: str
+    observation: str
+    admissible: tuple[str, ...]
+    memory: object = None
+    history: list[tuple[str, str]] = field(default_factory=list)  # (action, the observation it produced)
+
+    def __post_init__(self) -> None:
+        if self.memory is None:
+            self.memory = MEMORIES.get(self.env, WebShopMemory)().update("", self.observation)
+
+    def advance(self, action: str, observation: str, admissible: Sequence[str]) -> None:
+        self.history.append((action, observation))
+        self.memory = self.memory.update(action, observation)
+        self.observation, self.admissible = observation, tuple(admissible)
+
+
+def _user_message(ctx: EpisodeContext, cfg: PromptConfig, history: int, actions: bool) -> str:
+    parts = [f"Task: {ctx.instruction}", f"Memory: {ctx.memory.render()}"]
+    recent = ctx.history[-history:] if history else []
+    if recent:  # the last action's result is the current observation, shown below as "Now"
+        steps = [f"> {a} | {o.strip()}" for a, o in recent[:-1]] + [f"> {recent[-1][0]}"]
+        parts.append("Recent: " + " ".join(steps))
+    parts.append(f"Now: {ctx.observation.strip()}")
+    if actions and ctx.admissible:
+        parts.append("Actions: " + " | ".join(ctx.admissible))
+    parts.append(
+        "Reply with <action>your action</action>."
+        if cfg.reply_format == "tagged"
+        else "Reply with the next action only."
+    )
+    return "\n".join(parts)
+
+
+def build_prompt(ctx: EpisodeContext, tokenizer, cfg: PromptConfig) -> list[int]:
+    """Token ids of the prompt (chat template, generation prompt appended), within ``cfg.max_tokens``."""
+    history, actions = cfg.history, cfg.show_actions
+    while True:
+        messages = [{"role": "user", "content": _user_message(ctx, cfg, history, actions)}]
+        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        ids = list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+        if len(ids) <= cfg.max_tokens:
+            return ids
+        if history > 0:
+            history -= 1
+        elif actions:
+            actions = False
+        else:  # memory and current observation are never cut: keep their tail within budget
+            return ids[-cfg.max_tokens :]
+
+
+_THINK = re.compile(r"<think>.*?(</think>|$)", re.S)
+_ACTION = re.compile(r"<action>(.*?)(</action>|$)", re.S)
+
+
+def parse_action(reply: str) -> str:
+    """Project a model reply onto an action string (the env judges validity).
+
+    >>> parse_action("<think>the mug is in the sink</think><action> take mug 1 from sinkbasin 1 </action>")
+    'take mug 1 from sinkbasin 1'
+    >>> parse_action("go to fridge 1\\nbecause apples are cold")
+    'go to fridge 1'
+    >>> parse_action("<think>unfinished thought")
+    ''
+    """
+    text = _THINK.sub("", reply)
+    if m := _ACTION.search(text):
+        return " ".join(m.group(1).split())
+    for line in text.splitlines():
+        line = line.replace("<|im_end|>", "").strip()
+        if line:
+            return " ".join(line.split())
+    return ""

@@ -1,0 +1,217 @@
+"""The batched multi-turn rollout engine: a group of episodes per task, run to completion.
+
+Every step makes one batched model call over all live episodes (``choice``: score every admissible
+action; ``free``: sample a reply and parse it), then steps all envs together through the
+``BatchRunner``, then drops finished episodes. Each step is recorded with what training needs later:
+prompt ids, the chosen action's ids, behaviour log-probs, ``valid``, the env's progress before and
+after, and the anchor of the state the action was taken in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import torch
+
+from rspo_kit.envs.base import Task
+from rspo_kit.envs.batch import BatchRunner
+from rspo_kit.policy.device import DeviceSpec, resolve_device
+from rspo_kit.policy.models import ActionMode, load_model, preset_of
+from rspo_kit.policy.prompts import EpisodeContext, PromptConfig, build_prompt, parse_action
+from rspo_kit.policy.scoring import candidate_logprobs, generate
+from rspo_kit.policy.tokenizer import IM_END
+
+
+@dataclass
+class Policy:
+    """A model with its tokenizer, prompt settings and action mode."""
+
+    model: torch.nn.Module
+    tokenizer: object
+    prompt: PromptConfig
+    mode: ActionMode
+    device: DeviceSpec
+
+    @classmethod
+    def load(cls, name: str, mode: ActionMode | None = None, seed: int = 0, device: str = "auto") -> Policy:
+        spec = resolve_device(device)
+        model, tokenizer = load_model(name, spec, seed=seed)
+        preset = preset_of(name)
+        prompt = PromptConfig(
+            max_tokens=preset.max_prompt_tokens, show_actions=(mode or preset.action_mode) == "free"
+        )
+        return cls(model, tokenizer, prompt, mode or preset.action_mode, spec)
+
+    @property
+    def end_ids(self) -> list[int]:
+        """Tokens that end a reply: the chat turn end and EOS."""
+        ids = {self.tokenizer.convert_tokens_to_ids(IM_END), self.tokenizer.eos_token_id}
+        return sorted(i for i in ids if i is not None and i >= 0)
+
+    def encode_action(self, action: str) -> list[int]:
+        """Token ids of a reply that is exactly ``action`` (plus the end-of-turn token)."""
+        return self.tokenizer(action, add_special_tokens=False)["input_ids"] + self.end_ids[:1]
+
+
+@dataclass
+class Step:
+    prompt_ids: list[int]
+    action_ids: list[int]
+    action: str
+    logprob: float  # behaviour log-prob of the action (choice: log-softmax over candidates)
+    token_logprobs: list[float]  # free: per reply token; choice: per token of the chosen candidate
+    valid: bool
+    anchor: str  # state in which the action was taken
+    progress_before: dict
+    progress_after: dict
+    candidates: list[list[int]] | None = None  # choice mode: every candidate's ids
+    chosen: int | None = None
+    info: dict = field(default_factory=dict)
+
+
+@dataclass
+class Trajectory:
+    task_id: str
+    kind: str
+    group_id: str  # task id + iteration: deterministic, never a uuid
+    source: str  # "actor" or "explorer"
+    steps: list[Step] = field(default_factory=list)
+    won: bool = False
+    score: float = 0.0
+    crashed: bool = False
+
+    @property
+    def env_steps(self) -> int:
+        return len(self.steps)
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    group_size: int = 8
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 24
+    greedy: bool = False
+
+    def __post_init__(self) -> None:
+        if self.group_size < 1:
+            raise ValueError(f"RolloutConfig.group_size must be >= 1, got {self.group_size}")
+        if self.temperature <= 0:
+            raise ValueError(f"RolloutConfig.temperature must be > 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"RolloutConfig.top_p must be in (0, 1], got {self.top_p}")
+
+
+def rollout(
+    policy: Policy,
+    runner: BatchRunner,
+    tasks: Sequence[Task],
+    cfg: RolloutConfig,
+    *,
+    iteration: int = 0,
+    seed: int = 0,
+    source: Literal["actor", "explorer"] = "actor",
+    progress_bar: bool = False,
+) -> list[Trajectory]:
+    """``cfg.group_size`` episodes per task, all stepped together; trajectories in task-major order."""
+    from tqdm.auto import tqdm
+
+    generator = torch.Generator().manual_seed(seed * 1_000_003 + iteration)
+    episodes = [t for t in tasks for _ in range(cfg.group_size)]
+    trajs = [Trajectory(t.id, t.kind, f"{t.id}@{iteration}", source) for t in episodes]
+    contexts: dict[int, EpisodeContext] = {}
+    infos: dict[int, dict] = {}
+    for slot, obs in enumerate(runner.reset(episodes)):
+        if obs is None:
+            trajs[slot].crashed = True
+            continue
+        contexts[slot] = EpisodeContext(episodes[slot].env, obs.instruction, obs.text, obs.admissible)
+        infos[slot] = runner.reset_info.get(slot, {})
+    bar = tqdm(total=len(episodes), desc=f"rollout {source}", disable=not progress_bar, leave=False)
+    bar.update(len(episodes) - len(contexts))
+    policy.model.eval()
+    while contexts:
+        slots = sorted(contexts)
+        prompts = [build_prompt(contexts[s], policy.tokenizer, policy.prompt) for s in slots]
+        with torch.no_grad():
+            choices = _choose(policy, prompts, [contexts[s] for s in slots], cfg, generator)
+        results = runner.step({s: c["action"] for s, c in zip(slots, choices, strict=True)})
+        for s, prompt, c in zip(slots, prompts, choices, strict=True):
+            res, before = results[s], infos.get(s, {})
+            trajs[s].steps.append(
+                Step(
+                    prompt_ids=prompt,
+                    action_ids=c["action_ids"],
+                    action=c["action"],
+                    logprob=c["logprob"],
+                    token_logprobs=c["token_logprobs"],
+                    valid=res.valid,
+                    anchor=before.get("anchor", ""),
+                    progress_before=before.get("progress", {}),
+                    progress_after=res.info.get("progress", {}),
+                    candidates=c.get("candidates"),
+                    chosen=c.get("chosen"),
+                    info={k: v for k, v in res.info.items() if k not in ("progress", "anchor")},
+                )
+            )
+            if res.done:
+                trajs[s].won, trajs[s].score = res.won, res.score
+                trajs[s].crashed = bool(res.info.get("crashed"))
+                del contexts[s]
+                infos.pop(s, None)
+                bar.update(1)
+            else:
+                contexts[s].advance(c["action"], res.obs.text, res.obs.admissible)
+                infos[s] = res.info
+    bar.close()
+    return trajs
+
+
+def _choose(policy: Policy, prompts, contexts, cfg: RolloutConfig, generator) -> list[dict]:
+    if policy.mode == "choice":
+        return _choose_candidates(policy, prompts, contexts, cfg, generator)
+    gen = generate(
+        policy.model,
+        prompts,
+        policy.tokenizer.pad_token_id,
+        policy.end_ids,
+        max_new_tokens=cfg.max_new_tokens,
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        greedy=cfg.greedy,
+        generator=generator,
+    )
+    out = []
+    for ids, lps in zip(gen.reply_ids, gen.logprobs, strict=True):
+        text = policy.tokenizer.decode(ids, skip_special_tokens=True)
+        out.append(
+            {"action": parse_action(text), "action_ids": ids, "logprob": sum(lps), "token_logprobs": lps}
+        )
+    return out
+
+
+def _choose_candidates(policy: Policy, prompts, contexts, cfg: RolloutConfig, generator) -> list[dict]:
+    # Candidates: the admissible actions (WebShop's "search[...]" template is not a concrete action).
+    actions = [[a for a in ctx.admissible if a != "search[...]"] or ["look"] for ctx in contexts]
+    cands = [[policy.encode_action(a) for a in acts] for acts in actions]
+    seq_lp = candidate_logprobs(policy.model, prompts, cands, policy.tokenizer.pad_token_id)
+    out = []
+    for acts, cand, lp in zip(actions, cands, seq_lp, strict=True):
+        logp = (lp / cfg.temperature).log_softmax(-1)  # GLAM: a softmax over the candidates
+        if cfg.greedy:
+            k = int(logp.argmax())
+        else:
+            k = int(torch.multinomial(logp.exp().cpu(), 1, generator=generator))
+        out.append(
+            {
+                "action": acts[k],
+                "action_ids": cand[k],
+                "logprob": float(logp[k]),
+                "token_logprobs": [],
+                "candidates": cand,
+                "chosen": k,
+            }
+        )
+    return out
