@@ -162,7 +162,7 @@ def _steps_frame() -> pd.DataFrame:
 
 
 def test_trajectory_table_sums_in_step_order_with_discount():
-    table = trajectory_table(_steps_frame(), gamma=0.5)
+    table = trajectory_table(_steps_frame(), gamma=0.5).set_index("traj_id")
     assert table.loc[1, "process_return"] == pytest.approx(0.5 + 0.5 * 0.5)
     assert table.loc[3, "process_return"] == pytest.approx(0.0 + 0.5 * 0.25)  # step 0 first
     assert table["succeeded"].tolist() == [True, False, True, False]
@@ -177,9 +177,16 @@ def test_trajectory_table_prefers_a_won_column_and_names_missing_columns():
         trajectory_table(steps.drop(columns="process_reward"))
 
 
+def test_trajectory_ids_may_restart_in_every_group():
+    steps = _steps_frame().assign(traj_id=lambda f: f["traj_id"] % 2)  # ids 1, 0 in both groups
+    table = trajectory_table(steps)
+    assert len(table) == 4
+    assert table["process_return"].tolist() == pytest.approx([1.2, 1.0, -0.1, 0.25])
+
+
 def test_disagreement_table_kinds_and_by_step_rates():
     steps = _steps_frame()
-    table = disagreement_table(steps, trajectory_table(steps)["succeeded"])
+    table = disagreement_table(steps)
     kinds = table.set_index(["traj_id", "step"])["kind"]
     assert kinds[(1, 0)] == "agree"
     assert kinds[(2, 0)] == "rewarded_failure"
@@ -197,7 +204,7 @@ def test_disagreement_table_kinds_and_by_step_rates():
 
 def test_disagreement_by_step_when_every_step_agrees():
     steps = _steps_frame().query("traj_id == 1")
-    by_step = disagreement_by_step(disagreement_table(steps, pd.Series({1: True})))
+    by_step = disagreement_by_step(disagreement_table(steps))
     assert by_step["disagreement_rate"].tolist() == [0.0, 0.0]
 
 

@@ -117,20 +117,34 @@ def hacking_rate(
     return HackingReport(n_hacked / n_top, threshold, n_top, n_hacked)
 
 
-def disagreement_table(steps: pd.DataFrame, succeeded: pd.Series) -> pd.DataFrame:
+def _check_columns(steps: pd.DataFrame) -> None:
+    missing = [c for c in STEP_COLUMNS if c not in steps.columns]
+    if missing:
+        raise KeyError(f"steps lacks columns {missing}; needs {list(STEP_COLUMNS)}")
+
+
+def _succeeded(steps: pd.DataFrame, success_threshold: float) -> pd.Series:
+    """Per row: the boolean ``won`` column when there is one, else ``outcome ≥ success_threshold``."""
+    if "won" in steps.columns:
+        return steps["won"].astype(bool)
+    return steps["outcome"] >= success_threshold
+
+
+def disagreement_table(steps: pd.DataFrame, *, success_threshold: float = 1.0) -> pd.DataFrame:
     """One row per step: its process-reward sign against whether its trajectory eventually succeeded.
 
-    ``succeeded`` is indexed by traj_id. ``kind`` is ``"rewarded_failure"`` (process reward > 0 on a
-    trajectory that failed), ``"unrewarded_success"`` (process reward ≤ 0 on one that succeeded) or
-    ``"agree"``; ``disagrees`` flags the first two, so ``table[table.disagrees]`` lists them.
+    ``kind`` is ``"rewarded_failure"`` (process reward > 0 on a trajectory that failed),
+    ``"unrewarded_success"`` (process reward ≤ 0 on one that succeeded) or ``"agree"``; ``disagrees``
+    flags the first two, so ``table[table.disagrees]`` lists them. Success as in ``trajectory_table``.
 
     >>> steps = pd.DataFrame({"group_id": 0, "traj_id": [1, 1, 2], "step": [0, 1, 0],
     ...                       "process_reward": [0.5, -0.1, 0.2], "outcome": [1.0, 1.0, 0.0]})
-    >>> disagreement_table(steps, pd.Series({1: True, 2: False}))["kind"].tolist()
+    >>> disagreement_table(steps)["kind"].tolist()
     ['agree', 'unrewarded_success', 'rewarded_failure']
     """
+    _check_columns(steps)
     table = steps.loc[:, list(STEP_COLUMNS)].copy()
-    table["succeeded"] = table["traj_id"].map(succeeded).astype(bool)
+    table["succeeded"] = _succeeded(steps, success_threshold)
     table["process_sign"] = np.sign(table["process_reward"].to_numpy()).astype(int)
     rewarded = table["process_reward"] > 0
     table["kind"] = np.select(
@@ -159,38 +173,35 @@ def disagreement_by_step(table: pd.DataFrame) -> pd.DataFrame:
 def trajectory_table(
     steps: pd.DataFrame, *, gamma: float = 1.0, success_threshold: float = 1.0
 ) -> pd.DataFrame:
-    """One row per trajectory: group_id, process_return (Σ γ^t r_t in step order), outcome, succeeded.
+    """One row per (group_id, traj_id): process_return (Σ_t γ^t r_t in step order), outcome, succeeded.
 
-    ``outcome`` is read from the trajectory's first row (it is the same on every row). ``succeeded``
-    comes from a boolean ``won`` column when there is one, else ``outcome ≥ success_threshold``: the
-    default 1.0 fits the default outcomes (success = 1.0, WebShop score/100 = 1.0 only on success);
-    with an invalid-action penalty a success scores below 1, so pass ``won`` or lower the threshold.
+    Trajectories are keyed by group and id together, so ids may restart in every group. ``outcome``
+    is read from the trajectory's first row (it is the same on every row). ``succeeded`` comes from a
+    boolean ``won`` column when there is one, else ``outcome ≥ success_threshold``: the default 1.0
+    fits the default outcomes (success = 1.0, WebShop score / 100 = 1.0 only on success); with an
+    invalid-action penalty a success scores below 1, so pass ``won`` or lower the threshold.
     """
-    missing = [c for c in STEP_COLUMNS if c not in steps.columns]
-    if missing:
-        raise KeyError(f"steps lacks columns {missing}; needs {list(STEP_COLUMNS)}")
+    _check_columns(steps)
     if not (0.0 <= gamma <= 1.0):
         raise ValueError(f"gamma must lie in [0, 1], got {gamma!r}")
-    ordered = steps.sort_values(["traj_id", "step"], kind="stable")
-    position = ordered.groupby("traj_id").cumcount().to_numpy()
-    discounted = ordered["process_reward"].to_numpy(dtype=float) * gamma**position
-    ordered = ordered.assign(discounted=discounted)
-    grouped = ordered.groupby("traj_id", sort=True)
-    table = grouped.agg(
-        group_id=("group_id", "first"), process_return=("discounted", "sum"), outcome=("outcome", "first")
+    keys = ["group_id", "traj_id"]
+    ordered = steps.sort_values([*keys, "step"], kind="stable")
+    position = ordered.groupby(keys, sort=False).cumcount().to_numpy()
+    ordered = ordered.assign(
+        discounted=ordered["process_reward"].to_numpy(dtype=float) * gamma**position,
+        succeeded=_succeeded(ordered, success_threshold),
     )
-    if "won" in ordered.columns:
-        table["succeeded"] = grouped["won"].first().astype(bool)
-    else:
-        table["succeeded"] = table["outcome"] >= success_threshold
-    return table
+    table = ordered.groupby(keys, sort=True).agg(
+        process_return=("discounted", "sum"), outcome=("outcome", "first"), succeeded=("succeeded", "first")
+    )
+    return table.reset_index()
 
 
 @dataclass(frozen=True)
 class Diagnostics:
     """All three views of one batch, plus the per-trajectory table they were computed from."""
 
-    trajectories: pd.DataFrame  # index traj_id; group_id, process_return, outcome, succeeded
+    trajectories: pd.DataFrame  # group_id, traj_id, process_return, outcome, succeeded
     rank_agreement: RankAgreement
     hacking: HackingReport
     disagreement: pd.DataFrame  # one row per step, see ``disagreement_table``
@@ -209,7 +220,7 @@ def diagnose(
     (1.0, 0.0, 1)
     """
     trajectories = trajectory_table(steps, gamma=gamma, success_threshold=success_threshold)
-    table = disagreement_table(steps, trajectories["succeeded"])
+    table = disagreement_table(steps, success_threshold=success_threshold)
     return Diagnostics(
         trajectories=trajectories,
         rank_agreement=rank_agreement(
