@@ -226,6 +226,9 @@ def test_catalogue_goals_and_search_are_deterministic():
     items, ins = generate_records(load_ontology())
     assert [r["asin"] for r in items] == [p.asin for p in catalogue.products]
     assert items[123]["name"] == catalogue.products[123].title and set(ins) == set(catalogue.by_asin)
+    assert [ins[p.asin]["instruction"] for p in catalogue.products] == [
+        p.instruction for p in catalogue.products
+    ]
     by_category: dict[str, list[str]] = {}
     for t in product_types():
         by_category.setdefault(t["category"], []).append(t["name"])

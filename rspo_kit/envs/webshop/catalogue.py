@@ -145,7 +145,8 @@ def load_ontology() -> dict:
 
 
 def ontology_digest() -> str:
-    text = (data_dir() / "webshop" / "ontology.json").read_bytes()
+    """Names the cached catalogue: the ontology, the generator version and this module's source."""
+    text = (data_dir() / "webshop" / "ontology.json").read_bytes() + Path(__file__).read_bytes()
     return hashlib.sha256(text + GENERATOR_VERSION.encode()).hexdigest()[:12]
 
 
