@@ -279,3 +279,24 @@ def test_official_format_files_load_through_the_same_code(tmp_path):
 def test_bad_constructor_arguments_are_rejected():
     with pytest.raises(ValueError, match="max_steps"):
         make_env("webshop", max_steps=0)
+
+
+def test_official_files_named_by_env_vars_give_splits_and_solvable_goals(tmp_path, monkeypatch):
+    items, ins = generate_records(load_ontology())
+    for rec in items:
+        rec.pop("product_type")
+        rec.pop("type_nouns")
+    (tmp_path / "items.json").write_text(json.dumps(items))
+    (tmp_path / "ins.json").write_text(json.dumps(ins))
+    monkeypatch.setenv("RSPO_WEBSHOP_ITEMS", str(tmp_path / "items.json"))
+    monkeypatch.setenv("RSPO_WEBSHOP_ATTRS", str(tmp_path / "ins.json"))
+    tasks = list_tasks("webshop", split="eval_unseen", n=20)
+    assert len(list_tasks("webshop", split="eval")) == 200
+    assert all(t.id.startswith("webshop-official/eval_unseen/") for t in tasks)
+    env = make_env("webshop")
+    assert env.catalogue.source == str(tmp_path / "items.json")
+    for task in tasks:
+        env.reset(task)
+        while (action := env.expert_action()) is not None:
+            res = env.step(action)
+        assert res.won, task.id

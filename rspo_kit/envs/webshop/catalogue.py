@@ -317,14 +317,19 @@ def product_from_record(rec: Mapping, ins: Mapping | None = None) -> Product:
     )
 
 
-@cache
 def load_catalogue(items_path: str | None = None, attrs_path: str | None = None) -> Catalogue:
-    """The catalogue the env plays on (memoised per process).
+    """The catalogue the env plays on (memoised per process and per file pair).
 
-    No paths and no ``RSPO_WEBSHOP_ITEMS``: the generated catalogue. Otherwise the official-format files.
+    No paths and no ``RSPO_WEBSHOP_ITEMS``: the generated catalogue. Otherwise the official-format files
+    (``RSPO_WEBSHOP_ATTRS`` / ``attrs_path`` is the ``items_ins_v2`` file with the attributes).
     """
     items_path = items_path or os.environ.get("RSPO_WEBSHOP_ITEMS")
     attrs_path = attrs_path or os.environ.get("RSPO_WEBSHOP_ATTRS")
+    return _load_catalogue(str(items_path) if items_path else None, str(attrs_path) if attrs_path else None)
+
+
+@cache
+def _load_catalogue(items_path: str | None, attrs_path: str | None) -> Catalogue:
     if items_path:
         source = str(items_path)
     else:

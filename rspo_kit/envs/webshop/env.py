@@ -57,7 +57,7 @@ class WebShopEnv:
             raise EpisodeOverError("the episode is over; call reset() before step()")
         command = normalize_command(action)
         parsed = parse_action(command)
-        new = transition(self.state, self._view, parsed, self.engine.search) if parsed else None
+        new = transition(self.state, self._view, parsed) if parsed else None
         valid = new is not None
         self.steps += 1
         self.history.append(command)

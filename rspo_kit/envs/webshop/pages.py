@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -119,9 +118,7 @@ def render(
     return PageView(tuple(texts), tuple(dict.fromkeys(clicks)), False, product=product)
 
 
-def transition(
-    state: ShopState, view: PageView, action: tuple[str, str], search: Callable[[str], tuple[str, ...]]
-) -> ShopState | None:
+def transition(state: ShopState, view: PageView, action: tuple[str, str]) -> ShopState | None:
     """The state after ``action`` on the page ``view`` of ``state``; None if the page does not offer it.
 
     ``Buy Now`` returns a ``done`` state; the env scores it.
