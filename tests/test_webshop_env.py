@@ -300,3 +300,16 @@ def test_official_files_named_by_env_vars_give_splits_and_solvable_goals(tmp_pat
         while (action := env.expert_action()) is not None:
             res = env.step(action)
         assert res.won, task.id
+
+
+def test_current_reward_holds_on_sub_pages_and_after_buying(env, task):
+    # Process rewards build a potential on current_reward: it must not drop to 0 on the last step.
+    env.reset(task)
+    res = None
+    while (action := env.expert_action()) is not None:
+        res = env.step(action)
+        if env.state.kind == "item":
+            on_item = res.info["progress"]["current_reward"]
+            assert env.step("click[description]").info["progress"]["current_reward"] == on_item
+            env.step("click[< prev]")
+    assert res.won and res.info["progress"]["current_reward"] == 1.0

@@ -120,8 +120,12 @@ class WebShopEnv:
     def _progress(self) -> dict[str, float | int]:
         """Numbers only; the keys are a contract with rspo_kit.rewards."""
         selected = self.state.selected
+        # The reward of the product in view (its sub-pages included), and after Buy Now the reward of
+        # the purchase, so that a potential built on it does not fall back to 0 on the final step.
         current = 0.0
-        if self.state.kind == "item":
+        if self.state.kind == "done" and self.purchase is not None:
+            current = self.purchase.reward
+        elif self.state.kind in ("item", "sub"):
             current = score_purchase(self.catalogue[self.state.asin], self.goal, selected).reward
         return {
             "query_coverage": query_coverage(self.state.query, self.goal),
