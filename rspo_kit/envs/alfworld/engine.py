@@ -36,19 +36,26 @@ def game_file(task: Task) -> Path:
 
 
 class AlfworldEnv:
-    """The TextEnv for ALFWorld. ``engine="alfworld"`` is the real textworld engine."""
+    """The TextEnv for ALFWorld. ``engine="alfworld"`` is the real textworld engine; ``engine="native"``
+    returns a ``native.NativeAlfworldEnv`` (same semantics and transcripts, pure Python)."""
+
+    def __new__(cls, engine: Literal["alfworld", "native"] = "alfworld", **kwargs):
+        # The registry builds envs through this class, so the engine switch lives here: "native" hands
+        # back the other implementation (Python then skips __init__, as the result is no AlfworldEnv).
+        if engine == "native":
+            from rspo_kit.envs.alfworld.native import NativeAlfworldEnv
+
+            return NativeAlfworldEnv(**kwargs)
+        return super().__new__(cls)
 
     def __init__(
         self,
-        engine: Literal["alfworld"] = "alfworld",
+        engine: Literal["alfworld", "native"] = "alfworld",
         max_steps: int = 50,
         expert: Literal["planner", "handcoded"] = "planner",
     ) -> None:
         if engine != "alfworld":
-            raise ValueError(
-                f"engine must be 'alfworld' (the real textworld engine), got {engine!r}; "
-                "the fast native engine is not built yet"
-            )
+            raise ValueError(f"engine must be 'alfworld' (real textworld engine) or 'native', got {engine!r}")
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
         if expert not in ("planner", "handcoded"):
