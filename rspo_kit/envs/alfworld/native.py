@@ -25,7 +25,7 @@ import heapq
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import count
 from pathlib import Path
@@ -115,6 +115,11 @@ class World:
     intro: str
     object_order: tuple[str, ...]  # index of each object in NativeState.placement
     can_contain: frozenset[tuple[str, str]]  # (rtype, otype)
+    # The static parts of state.WorldState, built once rather than at every step.
+    openable: frozenset[str] = frozenset()
+    location_of: Mapping[str, str] = field(default_factory=dict)  # receptacle -> location
+    otype_of: Mapping[str, str] = field(default_factory=dict)
+    rtype_of: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -229,6 +234,10 @@ def build_world(scene: Scene) -> tuple[World, NativeState]:
         can_contain=frozenset(
             (rt.lower(), ot.lower()) for rt in rtypes for ot in otypes if can_contain(rt, ot)
         ),
+        openable=frozenset(r for r, info in receptacles.items() if info.openable),
+        location_of={r: info.location for r, info in receptacles.items()},
+        otype_of={o: info.otype for o, info in objects.items()},
+        rtype_of={r: info.rtype for r, info in receptacles.items()},
     )
     state = NativeState(
         at=world.start,
@@ -638,11 +647,11 @@ def world_state(world: World, s: NativeState) -> WorldState:
         at=s.at,
         held=frozenset({s.held} - {""}),
         opened=s.opened,
-        openable=frozenset(r for r, info in world.receptacles.items() if info.openable),
+        openable=world.openable,
         in_receptacle=_placement_of(world, s),
-        receptacle_at={r: info.location for r, info in world.receptacles.items()},
-        otype={o: info.otype for o, info in world.objects.items()},
-        rtype={r: info.rtype for r, info in world.receptacles.items()},
+        receptacle_at=world.location_of,
+        otype=world.otype_of,
+        rtype=world.rtype_of,
         hot=s.hot,
         clean=s.clean,
         cool=s.cool,
