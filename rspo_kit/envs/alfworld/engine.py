@@ -39,13 +39,13 @@ class AlfworldEnv:
     """The TextEnv for ALFWorld. ``engine="alfworld"`` is the real textworld engine; ``engine="native"``
     returns a ``native.NativeAlfworldEnv`` (same semantics and transcripts, pure Python)."""
 
-    def __new__(cls, engine: Literal["alfworld", "native"] = "alfworld", **kwargs):
+    def __new__(cls, engine: Literal["alfworld", "native"] = "alfworld", *args, **kwargs):
         # The registry builds envs through this class, so the engine switch lives here: "native" hands
         # back the other implementation (Python then skips __init__, as the result is no AlfworldEnv).
         if engine == "native":
             from rspo_kit.envs.alfworld.native import NativeAlfworldEnv
 
-            return NativeAlfworldEnv(**kwargs)
+            return NativeAlfworldEnv(*args, **kwargs)  # same (max_steps, expert) order
         return super().__new__(cls)
 
     def __init__(

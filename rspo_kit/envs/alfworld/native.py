@@ -487,15 +487,12 @@ def _look_feedback(world: World, s: NativeState, bound: bool = True) -> str:
 
 def feedback(world: World, s: NativeState, a: Act) -> str:
     """The text of ``a`` derived in the state *after* it, as PddlEnv.step does."""
-    kind = a.kind
-    if kind == "goto":
-        return f"You arrive at {a.rec}. {_examine_receptacle(world, s, a.rec)}"
-    if kind == "open":
-        return f"You open the {a.rec}. {_examine_receptacle(world, s, a.rec)}"
-    return _FEEDBACK[kind](world, s, a)
+    return _FEEDBACK[a.kind](world, s, a)
 
 
 _FEEDBACK: dict[str, Callable[[World, NativeState, Act], str]] = {
+    "goto": lambda w, s, a: f"You arrive at {a.rec}. {_examine_receptacle(w, s, a.rec)}",
+    "open": lambda w, s, a: f"You open the {a.rec}. {_examine_receptacle(w, s, a.rec)}",
     "close": lambda w, s, a: f"You close the {a.rec}.",
     "take": lambda w, s, a: f"You pick up the {a.obj} from the {a.rec}.",
     "move": lambda w, s, a: f"You move the {a.obj} to the {a.rec}.",
@@ -525,7 +522,7 @@ def goal_reached(world: World, s: NativeState) -> bool:
             return False
         place = _placement_of(world, s)
         return any(
-            objs[o].otype == g.toggle_type and o in s.toggled and world.receptacles[place[o]].location == s.at
+            objs[o].otype == g.toggle_type and world.receptacles[place[o]].location == s.at
             for o in s.toggled
             if o in place
         )
