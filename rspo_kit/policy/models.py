@@ -48,7 +48,7 @@ PRESETS: dict[str, ModelPreset] = {
         "small", hidden_size=256, num_layers=6, num_heads=8, num_kv_heads=4, intermediate_size=768
     ),
 }
-CORPUS_ENVS = ("alfworld",)  # envs whose text trains the preset tokenizers
+CORPUS_ENVS = ("alfworld", "webshop")  # envs whose text trains the preset tokenizers
 
 
 def qwen2_config(p: ModelPreset, tokenizer) -> Qwen2Config:
@@ -125,10 +125,7 @@ def load_model(
 ) -> tuple[PreTrainedModel, object]:
     """(model, tokenizer) for a preset name, a local folder, or an HF id already in the local cache."""
     device = device or resolve_device()
-    if name_or_path in PRESETS:
-        path = str(build_preset(name_or_path, seed))
-    else:
-        path = name_or_path
+    path = str(build_preset(name_or_path, seed)) if name_or_path in PRESETS else name_or_path
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=device.dtype, local_files_only=True)

@@ -46,9 +46,10 @@ class Policy:
 
     @property
     def end_ids(self) -> list[int]:
-        """Tokens that end a reply: the chat turn end and EOS."""
-        ids = {self.tokenizer.convert_tokens_to_ids(IM_END), self.tokenizer.eos_token_id}
-        return sorted(i for i in ids if i is not None and i >= 0)
+        """Tokens that end a reply: the chat turn end first (what the chat template writes), then EOS."""
+        im_end = self.tokenizer.convert_tokens_to_ids(IM_END)
+        ids = [im_end] if isinstance(im_end, int) and im_end != self.tokenizer.unk_token_id else []
+        return [*ids, *([self.tokenizer.eos_token_id] if self.tokenizer.eos_token_id not in ids else [])]
 
     def encode_action(self, action: str) -> list[int]:
         """Token ids of a reply that is exactly ``action`` (plus the end-of-turn token)."""
@@ -192,18 +193,34 @@ def _choose(policy: Policy, prompts, contexts, cfg: RolloutConfig, generator) ->
     return out
 
 
+SEARCH_TEMPLATE = "search[...]"
+
+
 def _choose_candidates(policy: Policy, prompts, contexts, cfg: RolloutConfig, generator) -> list[dict]:
-    # Candidates: the admissible actions (WebShop's "search[...]" template is not a concrete action).
-    actions = [[a for a in ctx.admissible if a != "search[...]"] or ["look"] for ctx in contexts]
+    """GLAM-style choice over the admissible actions.
+
+    A free-text action template (WebShop's ``search[...]``) enters as the candidate ``search[`` (its
+    prefix, scored without an end token); when it is chosen the model writes the query itself, up to
+    ``]``. Its behaviour log-prob is the candidate's log-softmax plus the query tokens' log-probs.
+    """
+    actions = [[a for a in ctx.admissible if a != SEARCH_TEMPLATE] for ctx in contexts]
     cands = [[policy.encode_action(a) for a in acts] for acts in actions]
+    for acts, cand, ctx in zip(actions, cands, contexts, strict=True):
+        if SEARCH_TEMPLATE in ctx.admissible:
+            acts.append(SEARCH_TEMPLATE)
+            cand.append(policy.tokenizer("search[", add_special_tokens=False)["input_ids"])
+        if not acts:  # nothing admissible: a harmless no-op keeps the episode going
+            acts.append("look")
+            cand.append(policy.encode_action("look"))
     seq_lp = candidate_logprobs(policy.model, prompts, cands, policy.tokenizer.pad_token_id)
     out = []
     for acts, cand, lp in zip(actions, cands, seq_lp, strict=True):
         logp = (lp / cfg.temperature).log_softmax(-1)  # GLAM: a softmax over the candidates
-        if cfg.greedy:
-            k = int(logp.argmax())
-        else:
-            k = int(torch.multinomial(logp.exp().cpu(), 1, generator=generator))
+        k = (
+            int(logp.argmax())
+            if cfg.greedy
+            else int(torch.multinomial(logp.exp().cpu(), 1, generator=generator))
+        )
         out.append(
             {
                 "action": acts[k],
@@ -214,4 +231,44 @@ def _choose_candidates(policy: Policy, prompts, contexts, cfg: RolloutConfig, ge
                 "chosen": k,
             }
         )
+    searches = [i for i, c in enumerate(out) if c["action"] == SEARCH_TEMPLATE]
+    if searches:
+        _write_queries(
+            policy,
+            [prompts[i] + out[i]["action_ids"] for i in searches],
+            [out[i] for i in searches],
+            cfg,
+            generator,
+        )
     return out
+
+
+def _write_queries(policy: Policy, prefixes, choices, cfg: RolloutConfig, generator) -> None:
+    gen = generate(
+        policy.model,
+        prefixes,
+        policy.tokenizer.pad_token_id,
+        [*policy.end_ids, *_closing_bracket_ids(policy.tokenizer)],
+        max_new_tokens=cfg.max_new_tokens,
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        greedy=cfg.greedy,
+        generator=generator,
+    )
+    for choice, ids, lps in zip(choices, gen.reply_ids, gen.logprobs, strict=True):
+        text = policy.tokenizer.decode(ids, skip_special_tokens=True)
+        query = " ".join(text.split("]", 1)[0].split())
+        choice["action"] = f"search[{query}]"
+        choice["action_ids"] = choice["action_ids"] + ids
+        choice["token_logprobs"] = lps
+        choice["logprob"] += sum(lps)
+
+
+def _closing_bracket_ids(tokenizer) -> list[int]:
+    """Every token whose text contains ``]``: any of them ends a query."""
+    cached = getattr(tokenizer, "_rspo_bracket_ids", None)
+    if cached is None:
+        vocab = tokenizer.get_vocab()
+        cached = sorted(i for i in vocab.values() if "]" in tokenizer.decode([i]))
+        tokenizer._rspo_bracket_ids = cached
+    return cached

@@ -1,0 +1,91 @@
+"""Evaluate a policy on a fixed task list: success (and score) with 95% intervals, per task type, pass@k."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+
+from rspo_kit.envs.batch import BatchRunner
+from rspo_kit.envs.registry import list_tasks
+from rspo_kit.policy.rollout import Policy, RolloutConfig, rollout
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a binomial proportion (sound at 0% and 100%, unlike the normal one).
+
+    >>> [round(x, 3) for x in wilson_interval(0, 20)]
+    [0.0, 0.161]
+    """
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+@dataclass
+class EvalResult:
+    env: str
+    split: str
+    mode: str  # action mode of the policy
+    greedy: bool
+    tasks: int
+    samples_per_task: int
+    success: float
+    ci_low: float
+    ci_high: float
+    pass_at_k: float  # share of tasks with at least one success among their samples
+    mean_score: float
+    invalid_share: float
+    mean_steps: float
+    per_kind: dict[str, dict[str, float]]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def evaluate(
+    policy: Policy,
+    env: str,
+    split: str = "eval",
+    n: int | None = None,
+    samples: int = 1,
+    greedy: bool = True,
+    seed: int = 0,
+    n_workers: int = 2,
+    max_steps: int | None = None,
+    progress_bar: bool = True,
+) -> EvalResult:
+    """Success over ``samples`` rollouts of each of the first ``n`` tasks of ``split``."""
+    if samples < 1:
+        raise ValueError(f"samples must be >= 1, got {samples}")
+    tasks = list_tasks(env, split=split, n=n)
+    kwargs = {} if max_steps is None else {"max_steps": max_steps}
+    cfg = RolloutConfig(group_size=samples, greedy=greedy)
+    with BatchRunner(env, n_workers=n_workers, env_kwargs=kwargs) as runner:
+        trajs = rollout(policy, runner, tasks, cfg, seed=seed, iteration=0, progress_bar=progress_bar)
+    by_task, by_kind = defaultdict(list), defaultdict(list)
+    for t in trajs:
+        by_task[t.task_id].append(t.won)
+        by_kind[t.kind].append(t.won)
+    wins = sum(t.won for t in trajs)
+    steps = sum(t.env_steps for t in trajs)
+    low, high = wilson_interval(wins, len(trajs))
+    return EvalResult(
+        env=env,
+        split=split,
+        mode=policy.mode,
+        greedy=greedy,
+        tasks=len(tasks),
+        samples_per_task=samples,
+        success=wins / max(1, len(trajs)),
+        ci_low=low,
+        ci_high=high,
+        pass_at_k=sum(any(v) for v in by_task.values()) / max(1, len(by_task)),
+        mean_score=sum(t.score for t in trajs) / max(1, len(trajs)),
+        invalid_share=sum(not s.valid for t in trajs for s in t.steps) / max(1, steps),
+        mean_steps=steps / max(1, len(trajs)),
+        per_kind={k: {"episodes": len(v), "success": sum(v) / len(v)} for k, v in sorted(by_kind.items())},
+    )

@@ -1,0 +1,163 @@
+"""SFT warm start: search-expert demonstrations with detours, and supervised training on action tokens.
+
+Demonstrations come from the partially observable search expert (``experts.py``) on train tasks. With
+probability ``p_detour`` a step is a random admissible action instead; the expert then recovers from
+where that left it, so the model also sees recovery states. Only the expert's own steps become
+training samples (the model should not imitate the detours). Each step is one sample: its prompt,
+exactly as the rollout engine will build it, and the action reply; the loss covers the reply only.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from rspo_kit.envs.base import Task
+from rspo_kit.envs.batch import BatchRunner
+from rspo_kit.policy.experts import alfworld_search_action
+from rspo_kit.policy.prompts import EpisodeContext, build_prompt
+from rspo_kit.policy.rollout import Policy
+from rspo_kit.policy.scoring import left_pad, positions
+
+Sample = tuple[list[int], list[int]]  # (prompt ids, reply ids)
+
+
+def _teacher(env: str) -> Callable[[EpisodeContext], str] | None:
+    """The search expert of an env, or None to use the env's own ``expert_action()``."""
+    return {"alfworld": alfworld_search_action}.get(env)
+
+
+def collect_demonstrations(
+    policy: Policy,
+    runner: BatchRunner,
+    tasks: Sequence[Task],
+    p_detour: float = 0.15,
+    seed: int = 0,
+    progress_bar: bool = True,
+) -> tuple[list[Sample], dict]:
+    """Per-step (prompt, action) samples of the teacher on ``tasks``, and the teacher's success rate."""
+    from tqdm.auto import tqdm
+
+    rng = random.Random(seed)
+    contexts: dict[int, EpisodeContext] = {}
+    for slot, obs in enumerate(runner.reset(tasks)):
+        if obs is not None:
+            contexts[slot] = EpisodeContext(tasks[slot].env, obs.instruction, obs.text, obs.admissible)
+    samples: list[Sample] = []
+    won = 0
+    bar = tqdm(total=len(tasks), desc="demonstrations", disable=not progress_bar, leave=False)
+    while contexts:
+        slots = sorted(contexts)
+        env_expert = runner.expert(slots) if any(_teacher(tasks[s].env) is None for s in slots) else {}
+        actions = {}
+        for s in slots:
+            ctx = contexts[s]
+            teacher = _teacher(tasks[s].env)
+            expert = teacher(ctx) if teacher else env_expert.get(s)
+            if expert is None or (rng.random() < p_detour and ctx.admissible):
+                actions[s] = rng.choice([a for a in ctx.admissible if a != "search[...]"] or ["look"])
+            else:
+                actions[s] = expert
+                samples.append(
+                    (build_prompt(ctx, policy.tokenizer, policy.prompt), policy.encode_action(expert))
+                )
+        for s, res in runner.step(actions).items():
+            if res.done:
+                won += res.won
+                del contexts[s]
+                bar.update(1)
+            else:
+                contexts[s].advance(actions[s], res.obs.text, res.obs.admissible)
+    bar.close()
+    return samples, {"teacher_success": won / max(1, len(tasks)), "samples": len(samples)}
+
+
+@dataclass(frozen=True)
+class SFTConfig:
+    lr: float = 2e-3
+    batch_size: int = 32
+    epochs: int = 3
+    time_budget_s: float | None = None  # stop early when the budget is spent
+    weight_decay: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.lr <= 0 or self.batch_size < 1 or self.epochs < 1:
+            raise ValueError(f"SFTConfig needs lr > 0, batch_size >= 1, epochs >= 1; got {self}")
+
+
+def sft_loss(model, batch: Sequence[Sample], pad_id: int) -> torch.Tensor:
+    """Mean negative log-likelihood of the reply tokens (prompt tokens carry no loss)."""
+    seqs = [p + r for p, r in batch]
+    device = next(model.parameters()).device
+    ids, mask = left_pad(seqs, pad_id, device)
+    logits = model(input_ids=ids, attention_mask=mask, position_ids=positions(mask)).logits[
+        :, :-1
+    ]  # (B, L-1, V)
+    targets = ids[:, 1:]
+    reply = torch.zeros_like(targets, dtype=torch.bool)
+    width = ids.shape[1]
+    for i, (_, r) in enumerate(batch):
+        reply[i, width - 1 - len(r) :] = True  # the last len(r) targets are the reply
+    nll = torch.nn.functional.cross_entropy(logits.float().transpose(1, 2), targets, reduction="none")
+    return (nll * reply).sum() / reply.sum()
+
+
+def train_sft(policy: Policy, samples: Sequence[Sample], cfg: SFTConfig, progress_bar: bool = True) -> dict:
+    """Train ``policy.model`` on ``samples`` in place; returns loss history and timing."""
+    from tqdm.auto import tqdm
+
+    if not samples:
+        raise ValueError("train_sft needs at least one sample")
+    model, pad_id = policy.model, policy.tokenizer.pad_token_id
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    rng = random.Random(cfg.seed)
+    steps_per_epoch = (len(samples) + cfg.batch_size - 1) // cfg.batch_size
+    total = steps_per_epoch * cfg.epochs
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / 20) * max(0.05, 1 - s / total)
+    )
+    start, losses = time.perf_counter(), []
+    model.train()
+    bar = tqdm(total=total, desc="sft", disable=not progress_bar, leave=False)
+    order = list(range(len(samples)))
+    for _epoch in range(cfg.epochs):
+        rng.shuffle(order)
+        for b in range(steps_per_epoch):
+            batch = [samples[i] for i in order[b * cfg.batch_size : (b + 1) * cfg.batch_size]]
+            loss = sft_loss(model, batch, pad_id)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            losses.append(loss.item())
+            bar.update(1)
+            bar.set_postfix(loss=f"{losses[-1]:.3f}")
+            if cfg.time_budget_s is not None and time.perf_counter() - start > cfg.time_budget_s:
+                break
+        else:
+            continue
+        break
+    bar.close()
+    model.eval()
+    return {"losses": losses, "seconds": time.perf_counter() - start, "updates": len(losses)}
+
+
+def save_policy(policy: Policy, folder: Path) -> Path:
+    """Checkpoint model + tokenizer with ``save_pretrained`` (safetensors), written atomically."""
+    folder = Path(folder)
+    tmp = folder.with_name(folder.name + ".tmp")
+    policy.model.save_pretrained(tmp)
+    policy.tokenizer.save_pretrained(tmp)
+    if folder.exists():
+        import shutil
+
+        shutil.rmtree(folder)
+    tmp.replace(folder)
+    return folder

@@ -1,0 +1,80 @@
+"""SFT warm start end to end: demonstrations -> SFT -> checkpoint -> evaluation (greedy and pass@k).
+
+    python -m rspo_kit.policy.warmstart --env alfworld --preset tiny --demo-tasks 400 --minutes 8
+
+Writes ``<out>/policy/`` (safetensors + tokenizer) and ``<out>/warmstart.json`` (demonstration
+stats, SFT loss curve, evaluation results with 95% intervals).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from rspo_kit.envs.batch import BatchRunner
+from rspo_kit.envs.registry import list_tasks
+from rspo_kit.policy.evaluate import evaluate
+from rspo_kit.policy.rollout import Policy
+from rspo_kit.policy.sft import SFTConfig, collect_demonstrations, save_policy, train_sft
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--env", default="alfworld")
+    ap.add_argument("--preset", default="tiny")
+    ap.add_argument("--mode", choices=("choice", "free"), default=None)
+    ap.add_argument("--demo-tasks", type=int, default=400)
+    ap.add_argument("--p-detour", type=float, default=0.15)
+    ap.add_argument("--minutes", type=float, default=8.0, help="SFT time budget")
+    ap.add_argument("--epochs", type=int, default=50)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--eval-n", type=int, default=60)
+    ap.add_argument("--pass-n", type=int, default=30, help="tasks for pass@8")
+    ap.add_argument("--max-steps", type=int, default=None)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+
+    torch.manual_seed(args.seed)
+    out = Path(args.out or f"runs/{time.strftime('%Y%m%d-%H%M%S')}_warmstart_{args.env}_{args.preset}")
+    out.mkdir(parents=True, exist_ok=True)
+    policy = Policy.load(args.preset, mode=args.mode, seed=args.seed)
+    report: dict = {"args": vars(args), "params": sum(p.numel() for p in policy.model.parameters())}
+
+    t0 = time.perf_counter()
+    with BatchRunner(args.env, n_workers=2) as runner:
+        tasks = list_tasks(args.env, split="train", n=args.demo_tasks)
+        samples, report["demonstrations"] = collect_demonstrations(
+            policy, runner, tasks, args.p_detour, args.seed
+        )
+    report["demonstrations"]["seconds"] = time.perf_counter() - t0
+    cfg = SFTConfig(
+        lr=args.lr, batch_size=args.batch_size, epochs=args.epochs, time_budget_s=60 * args.minutes
+    )
+    report["sft"] = train_sft(policy, samples, cfg)
+    save_policy(policy, out / "policy")
+    (out / "warmstart.json").write_text(json.dumps(report, indent=1))
+
+    kwargs = {"n_workers": 2, "max_steps": args.max_steps}
+    report["eval_greedy"] = evaluate(policy, args.env, "eval", args.eval_n, greedy=True, **kwargs).to_dict()
+    report["eval_pass8"] = evaluate(
+        policy, args.env, "eval", args.pass_n, samples=8, greedy=False, **kwargs
+    ).to_dict()
+    (out / "warmstart.json").write_text(json.dumps(report, indent=1))
+    g, s = report["eval_greedy"], report["eval_pass8"]
+    print(
+        f"{args.preset} ({policy.mode}) on {args.env} eval: greedy {100 * g['success']:.1f}% "
+        f"[{100 * g['ci_low']:.1f}, {100 * g['ci_high']:.1f}] over {g['tasks']} tasks, invalid {100 * g['invalid_share']:.1f}%; "
+        f"sampled {100 * s['success']:.1f}%, pass@8 {100 * s['pass_at_k']:.1f}% over {s['tasks']} tasks\nresults: {out}/"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

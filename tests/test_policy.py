@@ -1,0 +1,186 @@
+"""Policy: prompts and projection, presets, batched vs one-at-a-time decoding, scoring, rollouts, experts."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from rspo_kit.envs import list_tasks, make_env
+from rspo_kit.envs.batch import BatchRunner
+from rspo_kit.policy.experts import alfworld_search_action, parse_alfworld_instruction
+from rspo_kit.policy.prompts import AlfworldMemory, EpisodeContext, PromptConfig, build_prompt, parse_action
+from rspo_kit.policy.rollout import Policy, RolloutConfig, rollout
+from rspo_kit.policy.scoring import candidate_logprobs, generate, reply_logprobs
+from rspo_kit.policy.sft import SFTConfig, collect_demonstrations, sft_loss, train_sft
+
+
+@pytest.mark.parametrize(
+    "reply, action",
+    [
+        ("go to fridge 1", "go to fridge 1"),
+        ("  Go to  fridge 1  \nthen open it", "Go to fridge 1"),
+        ("<action>take apple 1 from fridge 1</action>", "take apple 1 from fridge 1"),
+        ("<think>it is cold</think>\n<action> open fridge 1 </action> trailing", "open fridge 1"),
+        ("<think>plan: go to the sink</think>\nclean mug 1 with sinkbasin 1", "clean mug 1 with sinkbasin 1"),
+        ("<think>never closed", ""),
+        ("", ""),
+        ("\n\n   \n", ""),
+        ("<action>search[red shoes]", "search[red shoes]"),
+        ("look<|im_end|>", "look"),
+    ],
+)
+def test_parse_action(reply, action):
+    assert parse_action(reply) == action
+
+
+INTRO = (
+    "-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room. Looking quickly around you, you see "
+    "a cabinet 1, a countertop 1, and a fridge 1.\n\nYour task is to: put a cool apple in countertop."
+)
+
+
+def test_alfworld_memory_tracks_what_was_seen():
+    m = AlfworldMemory().update("", INTRO)
+    assert m.order == ("cabinet 1", "countertop 1", "fridge 1")
+    m = m.update("go to fridge 1", "You arrive at fridge 1. The fridge 1 is closed.")
+    m = m.update(
+        "open fridge 1", "You open the fridge 1. The fridge 1 is open. In it, you see a apple 1, and a egg 2."
+    )
+    m = m.update("take apple 1 from fridge 1", "You pick up the apple 1 from the fridge 1.")
+    m = m.update("go to countertop 1", "You arrive at countertop 1. On the countertop 1, you see nothing.")
+    assert (
+        m.render()
+        == "At: countertop 1. Holding: apple 1. cabinet 1: ?; countertop 1: nothing; fridge 1: egg 2"
+    )
+    m = m.update("move apple 1 to countertop 1", "You move the apple 1 to the countertop 1.")
+    assert m.holding == "" and m.contents["countertop 1"] == "apple 1"
+
+
+def test_instruction_parser_covers_every_template():
+    from rspo_kit.envs.alfworld.scenes import TEMPLATES
+
+    for task_type, templates in TEMPLATES.items():
+        for t in templates:
+            parsed = parse_alfworld_instruction(t.format(obj="mug", recep="shelf", toggle="desklamp") + ".")
+            assert parsed and parsed.task_type == task_type and parsed.obj == "mug"
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return Policy.load("tiny")
+
+
+def test_prompt_is_bounded_and_keeps_the_current_observation(tiny):
+    ctx = EpisodeContext("alfworld", "put a cool apple in countertop.", INTRO, ("look", "go to fridge 1"))
+    for i in range(30):
+        ctx.advance(
+            "go to cabinet 1", f"You arrive at cabinet 1. On the cabinet 1, you see a mug {i}.", ("look",)
+        )
+    long = build_prompt(ctx, tiny.tokenizer, PromptConfig(history=20, max_tokens=4096))
+    short = build_prompt(ctx, tiny.tokenizer, PromptConfig(history=20, max_tokens=len(long) - 5))
+    assert len(short) <= len(long) - 5
+    assert (
+        "a mug 29" in tiny.tokenizer.decode(short)
+        and "a mug 28" not in tiny.tokenizer.decode(short).split("Now:")[1]
+    )
+
+
+@pytest.mark.parametrize("preset", ["tiny", "small"])
+def test_batched_and_one_at_a_time_greedy_decoding_agree(preset):
+    policy = tiny_or_load(preset)
+    env = make_env("alfworld")
+    prompts = []
+    for task in list_tasks("alfworld", split="eval", n=4):
+        obs = env.reset(task)
+        prompts.append(
+            build_prompt(
+                EpisodeContext("alfworld", obs.instruction, obs.text, obs.admissible),
+                policy.tokenizer,
+                policy.prompt,
+            )
+        )
+    prompts.append(prompts[0][-40:])  # a much shorter prompt forces real left padding
+    pad, stop = policy.tokenizer.pad_token_id, policy.end_ids
+    batched = generate(policy.model, prompts, pad, stop, max_new_tokens=12, greedy=True)
+    single = [generate(policy.model, [p], pad, stop, max_new_tokens=12, greedy=True) for p in prompts]
+    assert batched.reply_ids == [s.reply_ids[0] for s in single]
+    for b, s in zip(batched.logprobs, single, strict=True):
+        assert b == pytest.approx(s.logprobs[0], abs=1e-4)
+
+
+_POLICIES: dict = {}
+
+
+def tiny_or_load(name):
+    if name not in _POLICIES:
+        _POLICIES[name] = Policy.load(name)
+    return _POLICIES[name]
+
+
+def test_candidate_scores_match_teacher_forcing(tiny):
+    tok = tiny.tokenizer
+    prompts = [tok("Task: put a apple in fridge")["input_ids"], tok("Now:")["input_ids"]]
+    cands = [
+        [tiny.encode_action(a) for a in ("go to fridge 1", "take apple 1 from countertop 1")],
+        [tiny.encode_action(a) for a in ("look", "inventory", "go to sinkbasin 1")],
+    ]
+    with torch.no_grad():
+        fast = candidate_logprobs(tiny.model, prompts, cands, tok.pad_token_id, max_batch=2)
+        slow = [
+            torch.stack([reply_logprobs(tiny.model, [p], [c], tok.pad_token_id)[0].sum() for c in cs])
+            for p, cs in zip(prompts, cands, strict=True)
+        ]
+    for f, s in zip(fast, slow, strict=True):
+        assert torch.allclose(f, s, atol=1e-4)
+
+
+def test_search_expert_solves_eval_tasks_from_what_it_sees():
+    env, rng = make_env("alfworld"), random.Random(0)
+    wins = []
+    for task in list_tasks("alfworld", split="eval", n=12):
+        obs = env.reset(task)
+        ctx = EpisodeContext("alfworld", obs.instruction, obs.text, obs.admissible)
+        while True:
+            action = alfworld_search_action(ctx) if rng.random() > 0.15 else rng.choice(ctx.admissible)
+            res = env.step(action)
+            if res.done:
+                break
+            ctx.advance(action, res.obs.text, res.obs.admissible)
+        wins.append(res.won)
+    assert all(wins)
+
+
+@pytest.mark.parametrize("env_name", ["alfworld", "webshop"])
+def test_rollout_is_deterministic_and_records_every_step(tiny, env_name):
+    tasks = list_tasks(env_name, split="train", n=2)
+    cfg = RolloutConfig(group_size=2)
+    with BatchRunner(env_name, n_workers=0, env_kwargs={"max_steps": 4}) as runner:
+        a = rollout(tiny, runner, tasks, cfg, iteration=3, seed=7)
+        b = rollout(tiny, runner, tasks, cfg, iteration=3, seed=7)
+    assert [[s.action for s in t.steps] for t in a] == [[s.action for s in t.steps] for t in b]
+    assert [t.group_id for t in a] == [f"{t.id}@3" for t in tasks for _ in range(2)]
+    for traj in a:
+        assert 1 <= traj.env_steps <= 4
+        for step in traj.steps:
+            chosen = step.candidates[step.chosen]
+            assert step.action_ids[: len(chosen)] == chosen  # a search appends its generated query
+            assert step.action.startswith("search[") == (len(step.action_ids) > len(chosen))
+            assert step.logprob <= 0 and step.anchor
+            assert ("subgoals_done" if env_name == "alfworld" else "query_coverage") in step.progress_before
+
+
+def test_sft_lowers_the_loss_and_changes_the_parameters():
+    policy = Policy.load("tiny", seed=1)
+    with BatchRunner("alfworld", n_workers=0) as runner:
+        samples, stats = collect_demonstrations(
+            policy, runner, list_tasks("alfworld", "train", n=3), progress_bar=False
+        )
+    assert stats["teacher_success"] == 1.0 and len(samples) > 5
+    before = [p.detach().clone() for p in policy.model.parameters()]
+    loss0 = float(sft_loss(policy.model, samples, policy.tokenizer.pad_token_id))
+    train_sft(policy, samples, SFTConfig(epochs=8, batch_size=8), progress_bar=False)
+    loss1 = float(sft_loss(policy.model, samples, policy.tokenizer.pad_token_id))
+    assert loss1 < 0.5 * loss0
+    assert any(not torch.equal(a, b) for a, b in zip(before, policy.model.parameters(), strict=True))
