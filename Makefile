@@ -45,6 +45,7 @@ lint: setup
 
 bench: setup
 	$(PY) benchmarks/env_speed.py
+	$(PY) benchmarks/webshop_speed.py
 
 lab: setup
 	$(VENV)/bin/jupyter lab notebooks/

@@ -38,9 +38,12 @@ def main(argv=None) -> int:
     ap.add_argument("--pass-n", type=int, default=30, help="tasks for pass@8")
     ap.add_argument("--max-steps", type=int, default=None)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (1 on a busy machine)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     out = Path(args.out or f"runs/{time.strftime('%Y%m%d-%H%M%S')}_warmstart_{args.env}_{args.preset}")
     out.mkdir(parents=True, exist_ok=True)
