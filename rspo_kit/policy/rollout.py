@@ -115,16 +115,30 @@ def rollout(
     seed: int = 0,
     source: Literal["actor", "explorer"] = "actor",
     progress_bar: bool = False,
+    timings: dict[str, float] | None = None,
 ) -> list[Trajectory]:
-    """``cfg.group_size`` episodes per task, all stepped together; trajectories in task-major order."""
+    """``cfg.group_size`` episodes per task, all stepped together; trajectories in task-major order.
+
+    ``timings``, if given, accumulates seconds spent in ``prompt`` building, ``model`` calls and
+    ``env`` steps (resets included), for throughput benchmarks.
+    """
+    import time
+
     from tqdm.auto import tqdm
+
+    clock = timings if timings is not None else {}
+    for key in ("prompt", "model", "env"):
+        clock.setdefault(key, 0.0)
+    tick = time.perf_counter()
 
     generator = torch.Generator().manual_seed(seed * 1_000_003 + iteration)
     episodes = [t for t in tasks for _ in range(cfg.group_size)]
     trajs = [Trajectory(t.id, t.kind, f"{t.id}@{iteration}", source) for t in episodes]
     contexts: dict[int, EpisodeContext] = {}
     infos: dict[int, dict] = {}
-    for slot, obs in enumerate(runner.reset(episodes)):
+    first = runner.reset(episodes)
+    clock["env"] += time.perf_counter() - tick
+    for slot, obs in enumerate(first):
         if obs is None:
             trajs[slot].crashed = True
             continue
@@ -135,10 +149,16 @@ def rollout(
     policy.model.eval()
     while contexts:
         slots = sorted(contexts)
+        t0 = time.perf_counter()
         prompts = [build_prompt(contexts[s], policy.tokenizer, policy.prompt) for s in slots]
+        t1 = time.perf_counter()
         with torch.no_grad():
             choices = _choose(policy, prompts, [contexts[s] for s in slots], cfg, generator)
+        t2 = time.perf_counter()
         results = runner.step({s: c["action"] for s, c in zip(slots, choices, strict=True)})
+        clock["prompt"] += t1 - t0
+        clock["model"] += t2 - t1
+        clock["env"] += time.perf_counter() - t2
         for s, prompt, c in zip(slots, prompts, choices, strict=True):
             res, before = results[s], infos.get(s, {})
             trajs[s].steps.append(
