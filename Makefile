@@ -31,9 +31,9 @@ $(STAMP): pyproject.toml setup.py | sysdeps
 
 setup: $(STAMP)
 
-# Main job. Until the quickstart notebook exists: the ALFWorld expert on 20 eval tasks.
+# Main job. Until the quickstart notebook exists: the ALFWorld expert on 20 eval tasks (real engine).
 demo: setup
-	$(PY) -m rspo_kit.envs.play --env alfworld --split eval --n 20 --policy expert
+	$(PY) -m rspo_kit.envs.play --env alfworld --engine alfworld --split eval --n 20 --policy expert
 
 test: setup
 	$(PY) -m pytest
@@ -47,6 +47,7 @@ lint: setup
 
 bench: setup
 	$(PY) benchmarks/env_speed.py
+	$(PY) benchmarks/alfworld_native_speed.py
 	$(PY) benchmarks/webshop_speed.py
 
 lab: setup

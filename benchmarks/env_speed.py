@@ -44,7 +44,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     list_tasks("alfworld", split="eval")  # warm the manifest
-    runs = [measure("alfworld", args.steps, seed) for seed in range(args.repeats)]
+    runs = [measure("alfworld", args.steps, seed, engine="alfworld") for seed in range(args.repeats)]
     summary = {
         "env": "alfworld (real engine, generated scenes)",
         "steps": args.steps,

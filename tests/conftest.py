@@ -10,7 +10,7 @@ from rspo_kit.envs.alfworld.scenes import TASK_TYPES
 
 @pytest.fixture(scope="session")
 def alfworld_env():
-    env = make_env("alfworld")
+    env = make_env("alfworld", engine="alfworld")  # the real engine
     yield env
     env.close()
 

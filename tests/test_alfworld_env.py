@@ -15,7 +15,7 @@ from rspo_kit.envs.play import expert_policy, play, success_table
 @pytest.mark.parametrize("split", ["eval", "eval_unseen"])
 def test_expert_solves_every_task_of_the_split(split):
     tasks = list_tasks("alfworld", split=split)
-    with BatchRunner("alfworld", n_workers=2) as runner:
+    with BatchRunner("alfworld", n_workers=2, env_kwargs={"engine": "alfworld"}) as runner:
         episodes = play(runner, tasks, expert_policy, progress_bar=False)
     table = {row["kind"]: row for row in success_table(episodes)}
     assert table["all"]["tasks"] == 120
@@ -38,7 +38,7 @@ def _run(env, task, actions):
 
 def test_same_task_and_actions_give_identical_transcripts(eval_task_per_type):
     task = eval_task_per_type["pick_two_obj_and_place"]
-    env_a, env_b = make_env("alfworld"), make_env("alfworld")
+    env_a, env_b = make_env("alfworld", engine="alfworld"), make_env("alfworld", engine="alfworld")
     env_a.reset(task)
     actions = ["look", "go to cabinet 1", "open cabinet 1"]
     while (a := env_a.expert_action()) is not None:
@@ -75,7 +75,7 @@ def test_progress_never_falls_along_the_expert_path(alfworld_env, eval_task_per_
 
 
 def test_step_cap_is_a_failure_and_stepping_after_the_end_raises(eval_task_per_type):
-    env = make_env("alfworld", max_steps=3)
+    env = make_env("alfworld", engine="alfworld", max_steps=3)
     env.reset(eval_task_per_type["pick_and_place_simple"])
     results = [env.step("dance") for _ in range(3)]
     assert [r.done for r in results] == [False, False, True]
@@ -98,7 +98,7 @@ def test_anchor_is_history_free(alfworld_env, eval_task_per_type):
 
 def test_bad_constructor_arguments_are_rejected():
     with pytest.raises(ValueError, match="max_steps"):
-        make_env("alfworld", max_steps=0)
+        make_env("alfworld", engine="alfworld", max_steps=0)
     with pytest.raises(ValueError, match="engine"):
         make_env("alfworld", engine="unity")
     with pytest.raises(ValueError, match="expert"):
@@ -133,7 +133,7 @@ def _command_variant(commands):
 
 @pytest.mark.parametrize("task_type", TASK_TYPES)
 def test_any_string_is_a_legal_action(eval_task_per_type, task_type):
-    env, task = make_env("alfworld", max_steps=6), eval_task_per_type[task_type]
+    env, task = make_env("alfworld", engine="alfworld", max_steps=6), eval_task_per_type[task_type]
     env.reset(task)
     commands = sorted(set(env.admissible_actions()) | set(env._plan or []))  # reachable commands, some valid
 
@@ -163,7 +163,7 @@ def test_any_string_is_a_legal_action(eval_task_per_type, task_type):
 def test_alfworlds_handcoded_expert_runs_through_alfred_expert(eval_task_per_type, task_type):
     # alfworld's own AlfredExpert wrapper (expert_type passed by keyword). Its hand-coded policy does
     # not finish pick_two_obj_and_place on our scenes; the planner expert is the reference.
-    env = make_env("alfworld", expert="handcoded")
+    env = make_env("alfworld", engine="alfworld", expert="handcoded")
     env.reset(eval_task_per_type[task_type])
     res = None
     while (action := env.expert_action()) is not None:
@@ -188,7 +188,7 @@ def test_official_data_layout_is_served_through_the_same_code(tmp_path, monkeypa
     assert [t.kind for t in tasks] == ["pick_and_place_simple", "pick_heat_then_place_in_recep"]
     assert all(t.id.startswith("alfworld-official/eval/") for t in tasks)
     assert list_tasks("alfworld", split="train") == []
-    env = make_env("alfworld")
+    env = make_env("alfworld", engine="alfworld")
     for task in tasks:
         env.reset(task)
         while (action := env.expert_action()) is not None:

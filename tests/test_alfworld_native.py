@@ -129,7 +129,7 @@ def compare_episode(real, native, task: Task, seed: int, choose=mixed_action) ->
 
 @pytest.fixture(scope="module")
 def engines():
-    real, native = make_env("alfworld"), make_env("alfworld", engine="native")
+    real, native = make_env("alfworld", engine="alfworld"), make_env("alfworld", engine="native")
     yield real, native
     real.close()
 

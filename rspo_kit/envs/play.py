@@ -125,11 +125,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--max-steps", type=int, default=None)
+    ap.add_argument(
+        "--engine", default=None, help="ALFWorld engine: native (default, fast) or alfworld (real)"
+    )
     ap.add_argument("--out", default="runs", help="directory for the results folder")
     args = ap.parse_args(argv)
 
     tasks = list_tasks(args.env, split=args.split, n=args.n)
     kwargs = {} if args.max_steps is None else {"max_steps": args.max_steps}
+    if args.engine:
+        kwargs["engine"] = args.engine
     policy = expert_policy if args.policy == "expert" else random_policy(args.seed)
     start = time.perf_counter()
     with BatchRunner(args.env, n_workers=args.workers, env_kwargs=kwargs) as runner:
@@ -143,7 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     (out / "summary.json").write_text(
         json.dumps({"args": vars(args), "seconds": seconds, "table": rows}, indent=1)
     )
-    title = f"{args.policy} policy on {args.env} {args.split} ({len(tasks)} tasks, {seconds:.1f}s)"
+    engine = f", engine {args.engine}" if args.engine else ""
+    title = f"{args.policy} policy on {args.env} {args.split}{engine} ({len(tasks)} tasks, {seconds:.1f}s)"
     print(f"\n{title}\n{format_table(rows)}\n\nresults: {out}/ (episodes.jsonl, summary.json)")
     return 0
 

@@ -57,12 +57,13 @@ def evaluate(
     n_workers: int = 2,
     max_steps: int | None = None,
     progress_bar: bool = True,
+    env_kwargs: dict | None = None,
 ) -> EvalResult:
     """Success over ``samples`` rollouts of each of the first ``n`` tasks of ``split``."""
     if samples < 1:
         raise ValueError(f"samples must be >= 1, got {samples}")
     tasks = list_tasks(env, split=split, n=n)
-    kwargs = {} if max_steps is None else {"max_steps": max_steps}
+    kwargs = dict(env_kwargs or {}) | ({} if max_steps is None else {"max_steps": max_steps})
     cfg = RolloutConfig(group_size=samples, greedy=greedy)
     with BatchRunner(env, n_workers=n_workers, env_kwargs=kwargs) as runner:
         trajs = rollout(policy, runner, tasks, cfg, seed=seed, iteration=0, progress_bar=progress_bar)

@@ -38,6 +38,7 @@ def main(argv=None) -> int:
     ap.add_argument("--pass-n", type=int, default=30, help="tasks for pass@8")
     ap.add_argument("--max-steps", type=int, default=None)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--engine", default=None, help="ALFWorld engine: alfworld (real) or native (fast)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (1 on a busy machine)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
@@ -50,8 +51,9 @@ def main(argv=None) -> int:
     policy = Policy.load(args.preset, mode=args.mode, seed=args.seed)
     report: dict = {"args": vars(args), "params": sum(p.numel() for p in policy.model.parameters())}
 
+    env_kwargs = {"engine": args.engine} if args.engine else {}
     t0 = time.perf_counter()
-    with BatchRunner(args.env, n_workers=2) as runner:
+    with BatchRunner(args.env, n_workers=2, env_kwargs=env_kwargs) as runner:
         tasks = list_tasks(args.env, split="train", n=args.demo_tasks)
         samples, report["demonstrations"] = collect_demonstrations(
             policy, runner, tasks, args.p_detour, args.seed
@@ -64,7 +66,7 @@ def main(argv=None) -> int:
     save_policy(policy, out / "policy")
     (out / "warmstart.json").write_text(json.dumps(report, indent=1))
 
-    kwargs = {"n_workers": 2, "max_steps": args.max_steps}
+    kwargs = {"n_workers": 2, "max_steps": args.max_steps, "env_kwargs": env_kwargs}
     report["eval_greedy"] = evaluate(policy, args.env, "eval", args.eval_n, greedy=True, **kwargs).to_dict()
     report["eval_pass8"] = evaluate(
         policy, args.env, "eval", args.pass_n, samples=8, greedy=False, **kwargs

@@ -36,31 +36,16 @@ def game_file(task: Task) -> Path:
 
 
 class AlfworldEnv:
-    """The TextEnv for ALFWorld. ``engine="alfworld"`` is the real textworld engine; ``engine="native"``
-    returns a ``native.NativeAlfworldEnv`` (same semantics and transcripts, pure Python)."""
+    """The TextEnv for ALFWorld on the real textworld engine (``make_env("alfworld", engine="alfworld")``)."""
 
-    def __new__(cls, engine: Literal["alfworld", "native"] = "alfworld", *args, **kwargs):
-        # The registry builds envs through this class, so the engine switch lives here: "native" hands
-        # back the other implementation (Python then skips __init__, as the result is no AlfworldEnv).
-        if engine == "native":
-            from rspo_kit.envs.alfworld.native import NativeAlfworldEnv
+    engine = "alfworld"
 
-            return NativeAlfworldEnv(*args, **kwargs)  # same (max_steps, expert) order
-        return super().__new__(cls)
-
-    def __init__(
-        self,
-        engine: Literal["alfworld", "native"] = "alfworld",
-        max_steps: int = 50,
-        expert: Literal["planner", "handcoded"] = "planner",
-    ) -> None:
-        if engine != "alfworld":
-            raise ValueError(f"engine must be 'alfworld' (real textworld engine) or 'native', got {engine!r}")
+    def __init__(self, max_steps: int = 50, expert: Literal["planner", "handcoded"] = "planner") -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
         if expert not in ("planner", "handcoded"):
             raise ValueError(f"expert must be 'planner' or 'handcoded', got {expert!r}")
-        self.engine, self.max_steps, self.expert = engine, max_steps, expert
+        self.max_steps, self.expert = max_steps, expert
         alfworld_data_dir()  # sets ALFWORLD_DATA before alfworld is imported
         import textworld
         from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredExpert, AlfredInfos
