@@ -231,3 +231,13 @@ def test_actor_explorer_sync_and_reference(lora):
     assert not torch.allclose(logits("actor"), logits("explorer"))  # training B leaves A alone
     with pair.reference() as ref, torch.no_grad():
         assert torch.allclose(ref.model(input_ids=ids).logits, reference)  # the reference stays frozen
+
+
+def test_sft_loss_is_the_mean_reply_nll_of_teacher_forcing(tiny):
+    batch = [(list(range(5, 60)), [7, 8, 9, 4]), (list(range(9, 30)), [11, 4])]
+    with torch.no_grad():
+        loss = sft_loss(tiny.model, batch, tiny.tokenizer.pad_token_id)
+        lps = reply_logprobs(
+            tiny.model, [p for p, _ in batch], [r for _, r in batch], tiny.tokenizer.pad_token_id
+        )
+    assert float(loss) == pytest.approx(float(-torch.cat(lps).mean()), rel=1e-5)
