@@ -43,7 +43,9 @@ class ParsedTask:
 
 
 def parse_alfworld_instruction(instruction: str) -> ParsedTask | None:
-    """>>> parse_alfworld_instruction("heat some egg and put it in countertop.")
+    """The task of an ALFWorld instruction, read from its template (None if no template fits).
+
+    >>> parse_alfworld_instruction("heat some egg and put it in countertop.")
     ParsedTask(task_type='pick_heat_then_place_in_recep', obj='egg', target='countertop')
     """
     text = instruction.strip().rstrip(".").lower()
