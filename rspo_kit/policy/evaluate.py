@@ -90,3 +90,39 @@ def evaluate(
         mean_steps=steps / max(1, len(trajs)),
         per_kind={k: {"episodes": len(v), "success": sum(v) / len(v)} for k, v in sorted(by_kind.items())},
     )
+
+
+def main(argv=None) -> int:
+    """``python -m rspo_kit.policy.evaluate --policy runs/x/policy --env alfworld --n 60 [--samples 8]``"""
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(description="Evaluate a policy on a fixed split")
+    ap.add_argument("--policy", required=True, help="preset name or checkpoint folder")
+    ap.add_argument("--env", default="alfworld")
+    ap.add_argument("--split", default="eval")
+    ap.add_argument("--n", type=int, default=None)
+    ap.add_argument("--samples", type=int, default=1)
+    ap.add_argument("--sampled", action="store_true", help="sample actions (default: greedy)")
+    ap.add_argument("--max-steps", type=int, default=None)
+    ap.add_argument("--engine", default=None)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    policy = Policy.load(args.policy)
+    result = evaluate(
+        policy,
+        args.env,
+        args.split,
+        args.n,
+        samples=args.samples,
+        greedy=not args.sampled,
+        seed=args.seed,
+        max_steps=args.max_steps,
+        env_kwargs={"engine": args.engine} if args.engine else None,
+    )
+    print(json.dumps(result.to_dict(), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -29,11 +29,11 @@ ActionMode = Literal["choice", "free"]
 @dataclass(frozen=True)
 class ModelPreset:
     name: str
-    hidden_size: int
-    num_layers: int
-    num_heads: int
-    num_kv_heads: int
-    intermediate_size: int
+    hidden_size: int = 0  # architecture fields matter only for presets built from a config
+    num_layers: int = 0
+    num_heads: int = 0
+    num_kv_heads: int = 0
+    intermediate_size: int = 0
     vocab_size: int = 2048
     max_positions: int = 1024
     action_mode: ActionMode = "choice"  # tiny models waste most free-text steps on invalid text
@@ -171,7 +171,7 @@ def preset_of(name_or_path: str) -> ModelPreset:
     meta = Path(name_or_path) / "rspo_preset.json"
     if meta.is_file():
         return ModelPreset(**json.loads(meta.read_text()))
-    return ModelPreset(name_or_path, 0, 0, 0, 0, 0, action_mode="free", max_prompt_tokens=1024)
+    return ModelPreset(name_or_path, action_mode="free", max_prompt_tokens=1024)
 
 
 def load_model(

@@ -9,6 +9,7 @@ exactly as the rollout engine will build it, and the action reply; the loss cove
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -161,6 +162,9 @@ def save_policy(policy: Policy, folder: Path) -> Path:
     tmp = folder.with_name(folder.name + ".tmp")
     policy.model.save_pretrained(tmp)
     policy.tokenizer.save_pretrained(tmp)
+    # how to prompt and act with it, so that Policy.load(folder) behaves as the policy that was saved
+    meta = {"name": folder.name, "action_mode": policy.mode, "max_prompt_tokens": policy.prompt.max_tokens}
+    (tmp / "rspo_preset.json").write_text(json.dumps(meta, indent=1))
     if folder.exists():
         import shutil
 
