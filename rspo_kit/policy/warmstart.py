@@ -28,6 +28,7 @@ def main(argv=None) -> int:
     ap.add_argument("--env", default="alfworld")
     ap.add_argument("--preset", default="tiny")
     ap.add_argument("--mode", choices=("choice", "free"), default=None)
+    ap.add_argument("--init", default=None, help="start from this checkpoint instead of the fresh preset")
     ap.add_argument("--demo-tasks", type=int, default=400)
     ap.add_argument("--p-detour", type=float, default=0.15)
     ap.add_argument("--minutes", type=float, default=8.0, help="SFT time budget")
@@ -48,7 +49,7 @@ def main(argv=None) -> int:
     torch.manual_seed(args.seed)
     out = Path(args.out or f"runs/{time.strftime('%Y%m%d-%H%M%S')}_warmstart_{args.env}_{args.preset}")
     out.mkdir(parents=True, exist_ok=True)
-    policy = Policy.load(args.preset, mode=args.mode, seed=args.seed)
+    policy = Policy.load(args.init or args.preset, mode=args.mode, seed=args.seed)
     report: dict = {"args": vars(args), "params": sum(p.numel() for p in policy.model.parameters())}
 
     env_kwargs = {"engine": args.engine} if args.engine else {}
