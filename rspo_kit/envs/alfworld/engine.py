@@ -13,8 +13,9 @@ import json
 from pathlib import Path
 from typing import Literal
 
+from rspo_kit.envs.alfworld.episode import AlfworldEpisode
 from rspo_kit.envs.alfworld.scenes import TaskSpec, write_game
-from rspo_kit.envs.alfworld.state import GoalInfo, anchor, progress, visible_objects, world_from_facts
+from rspo_kit.envs.alfworld.state import GoalInfo, world_from_facts
 from rspo_kit.envs.base import EpisodeOverError, Observation, StepResult, Task, normalize_command
 from rspo_kit.paths import alfworld_data_dir, cache_dir
 
@@ -35,7 +36,7 @@ def game_file(task: Task) -> Path:
     return write_game(TaskSpec.from_dict(task.meta["spec"]), games_root())
 
 
-class AlfworldEnv:
+class AlfworldEnv(AlfworldEpisode):
     """The TextEnv for ALFWorld on the real textworld engine (``make_env("alfworld", engine="alfworld")``)."""
 
     engine = "alfworld"
@@ -70,12 +71,9 @@ class AlfworldEnv:
         self.task, self.goal = task, GoalInfo.from_traj_data(traj)
         self.instruction = _instruction(state.feedback)
         self.steps, self._done, self.history = 0, False, []
-        self._plan: list[str] | None = list(state["extra.walkthrough"])
-        self._plan_pos = 0
         self._state = state
         self._world = world_from_facts(state["facts"])
-        self._seen = set(visible_objects(self._world))
-        self._visited = {self._world.at}
+        self._begin(list(state["extra.walkthrough"]))
         self.last_obs = self._observation(state.feedback)
         return self.last_obs
 
@@ -85,23 +83,15 @@ class AlfworldEnv:
         command = normalize_command(action)
         valid = command in self._state["admissible_commands"]
         state, _, _ = self._env.step(command)
-        self._follow_plan(command, valid)
         self._state, self.steps = state, self.steps + 1
         self._world = world_from_facts(state["facts"])
-        self._seen |= visible_objects(self._world)
-        self._visited.add(self._world.at)
+        self._observe(command, valid)
         won = bool(state["won"])
         timeout = not won and self.steps >= self.max_steps
         self._done = won or timeout
         self.history.append(command)
         self.last_obs = self._observation(state.feedback)
-        info = {
-            "progress": progress(self._world, self.goal, self._seen, self._visited),
-            "anchor": anchor(self._world),
-            "steps": self.steps,
-            "timeout": timeout,
-            "command": command,
-        }
+        info = self._step_info(command, self.steps, timeout)
         return StepResult(self.last_obs, self._done, won, float(won), valid, info)
 
     def admissible_actions(self) -> list[str]:
@@ -109,36 +99,12 @@ class AlfworldEnv:
 
     def expert_action(self) -> str | None:
         """Next action of an optimal expert (the planner), or None once the episode is over."""
-        if self._done:
-            return None
-        if self.expert == "handcoded":
+        if self.expert == "handcoded" and not self._done:
             return self._state["extra.expert_plan"][0]
-        if self._plan is None or self._plan_pos >= len(self._plan):
-            pddl = self._env.unwrapped
-            self._plan, self._plan_pos = list(pddl._pddl_state.replan(pddl._entity_infos)), 0
-        return self._plan[self._plan_pos] if self._plan else None
+        pddl = self._env.unwrapped
+        return self._next_planned(lambda: pddl._pddl_state.replan(pddl._entity_infos))
 
     # ------------------------------------------------------------------ helpers
-
-    @property
-    def done(self) -> bool:
-        return self._done
-
-    @property
-    def info(self) -> dict:
-        """Progress and anchor of the current state (also right after reset)."""
-        return {
-            "progress": progress(self._world, self.goal, self._seen, self._visited),
-            "anchor": anchor(self._world),
-        }
-
-    def _follow_plan(self, command: str, valid: bool) -> None:
-        if not valid or self._plan is None:
-            return  # an invalid action changes nothing, so the plan still holds
-        if self._plan_pos < len(self._plan) and self._plan[self._plan_pos] == command:
-            self._plan_pos += 1
-        else:
-            self._plan = None  # off the plan: replan lazily at the next expert_action()
 
     def _observation(self, text: str) -> Observation:
         return Observation(text, tuple(self._state["admissible_commands"]), self.instruction)

@@ -31,6 +31,7 @@ from itertools import count
 from pathlib import Path
 from typing import Literal
 
+from rspo_kit.envs.alfworld.episode import AlfworldEpisode
 from rspo_kit.envs.alfworld.scenes import (
     Scene,
     TaskSpec,
@@ -39,7 +40,7 @@ from rspo_kit.envs.alfworld.scenes import (
     generate_scene,
     mangle,
 )
-from rspo_kit.envs.alfworld.state import GoalInfo, WorldState, anchor, progress, visible_objects
+from rspo_kit.envs.alfworld.state import GoalInfo, WorldState
 from rspo_kit.envs.base import EpisodeOverError, Observation, StepResult, Task, normalize_command
 
 INVALID_FEEDBACK = "Nothing happens."
@@ -682,7 +683,7 @@ def _spec_of(task: Task) -> TaskSpec:
     raise ValueError(f"alfworld task {task.id!r} has neither meta['spec'] nor meta['game_file']")
 
 
-class NativeAlfworldEnv:
+class NativeAlfworldEnv(AlfworldEpisode):
     """The TextEnv for ALFWorld on the native engine (``make_env("alfworld", engine="native")``)."""
 
     engine = "native"
@@ -706,11 +707,8 @@ class NativeAlfworldEnv:
         self.task, self.goal, self._world_static = task, world.goal, world
         self.instruction = world.intro[world.intro.index("Your task is to: ") + len("Your task is to: ") :]
         self.steps, self._done, self.history = 0, False, []
-        self._plan: list[str] | None = list(walkthrough) if walkthrough is not None else []
-        self._plan_pos = 0
         self._set_state(state)
-        self._seen = set(visible_objects(self._world))
-        self._visited = {self._world.at}
+        self._begin(list(walkthrough) if walkthrough is not None else None)
         self.last_obs = Observation(world.intro, self._admissible, self.instruction)
         return self.last_obs
 
@@ -726,22 +724,14 @@ class NativeAlfworldEnv:
             self._set_state(state)
         else:
             text = INVALID_FEEDBACK
-        self._follow_plan(command, valid)
         self.steps += 1
-        self._seen |= visible_objects(self._world)
-        self._visited.add(self._world.at)
+        self._observe(command, valid)
         won = goal_reached(self._world_static, self._state)
         timeout = not won and self.steps >= self.max_steps
         self._done = won or timeout
         self.history.append(command)
         self.last_obs = Observation(text, self._admissible, self.instruction)
-        info = {
-            "progress": progress(self._world, self.goal, self._seen, self._visited),
-            "anchor": anchor(self._world),
-            "steps": self.steps,
-            "timeout": timeout,
-            "command": command,
-        }
+        info = self._step_info(command, self.steps, timeout)
         return StepResult(self.last_obs, self._done, won, float(won), valid, info)
 
     def admissible_actions(self) -> list[str]:
@@ -749,39 +739,15 @@ class NativeAlfworldEnv:
 
     def expert_action(self) -> str | None:
         """Next action of an optimal expert (uniform-cost search), or None once the episode is over."""
-        if self._done:
-            return None
-        if self._plan is None or self._plan_pos >= len(self._plan):
-            self._plan, self._plan_pos = plan(self._world_static, self._state) or [], 0
-        return self._plan[self._plan_pos] if self._plan else None
+        return self._next_planned(lambda: plan(self._world_static, self._state))
 
     # ------------------------------------------------------------------ helpers
-
-    @property
-    def done(self) -> bool:
-        return self._done
-
-    @property
-    def info(self) -> dict:
-        """Progress and anchor of the current state (also right after reset)."""
-        return {
-            "progress": progress(self._world, self.goal, self._seen, self._visited),
-            "anchor": anchor(self._world),
-        }
 
     def _set_state(self, state: NativeState) -> None:
         self._state = state
         self._acts = applicable(self._world_static, state)
         self._admissible = tuple(sorted(self._acts))  # PddlEnv: sorted(set(commands))
         self._world = world_state(self._world_static, state)
-
-    def _follow_plan(self, command: str, valid: bool) -> None:
-        if not valid or self._plan is None:
-            return  # an invalid action changes nothing, so the plan still holds
-        if self._plan_pos < len(self._plan) and self._plan[self._plan_pos] == command:
-            self._plan_pos += 1
-        else:
-            self._plan = None  # off the plan: replan lazily at the next expert_action()
 
     def close(self) -> None:
         pass
