@@ -69,6 +69,7 @@ def main(argv=None) -> int:
 
     kwargs = {"n_workers": 2, "max_steps": args.max_steps, "env_kwargs": env_kwargs}
     report["eval_greedy"] = evaluate(policy, args.env, "eval", args.eval_n, greedy=True, **kwargs).to_dict()
+    (out / "warmstart.json").write_text(json.dumps(report, indent=1))  # nothing lost if pass@8 is cut short
     report["eval_pass8"] = evaluate(
         policy, args.env, "eval", args.pass_n, samples=8, greedy=False, **kwargs
     ).to_dict()
