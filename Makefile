@@ -46,7 +46,6 @@ lint: setup
 	$(VENV)/bin/ruff format --check rspo_kit widgets tests benchmarks
 
 bench: setup
-	$(PY) benchmarks/env_speed.py
 	$(PY) benchmarks/alfworld_native_speed.py
 	$(PY) benchmarks/webshop_speed.py
 
