@@ -241,3 +241,15 @@ def test_sft_loss_is_the_mean_reply_nll_of_teacher_forcing(tiny):
             tiny.model, [p for p, _ in batch], [r for _, r in batch], tiny.tokenizer.pad_token_id
         )
     assert float(loss) == pytest.approx(float(-torch.cat(lps).mean()), rel=1e-5)
+
+
+def test_saved_policy_loads_with_its_mode_and_weights(tiny, tmp_path):
+    from rspo_kit.policy.sft import save_policy
+
+    folder = save_policy(tiny, tmp_path / "ckpt")
+    save_policy(tiny, folder)  # overwriting an existing checkpoint works
+    again = Policy.load(str(folder))
+    assert (again.mode, again.prompt.max_tokens) == (tiny.mode, tiny.prompt.max_tokens)
+    ids = torch.tensor([tiny.tokenizer("go to fridge 1")["input_ids"]])
+    with torch.no_grad():
+        assert torch.allclose(again.model(input_ids=ids).logits, tiny.model(input_ids=ids).logits)

@@ -10,6 +10,7 @@ nothing is ever downloaded at run time.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass
 from functools import cache
@@ -110,24 +111,36 @@ def corpus_texts(envs: tuple[str, ...] = CORPUS_ENVS) -> list[str]:
     return texts
 
 
+def save_checkpoint(model, tokenizer, meta: dict, folder: Path) -> Path:
+    """Write model + tokenizer (safetensors) and ``rspo_preset.json`` (how to prompt and act with it).
+
+    Written to a sibling folder first and moved into place, so a crash never leaves a half checkpoint
+    where a loader would find it; an existing checkpoint at ``folder`` is replaced.
+    """
+    import shutil
+
+    folder = Path(folder)
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)  # left over from a crash
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    (tmp / "rspo_preset.json").write_text(json.dumps(meta, indent=1))
+    if folder.exists():
+        shutil.rmtree(folder)
+    tmp.replace(folder)
+    return folder
+
+
 def build_preset(name: str, seed: int = 0) -> Path:
     """Create (once) and return the folder of a scratch preset: config, weights, tokenizer."""
     p = PRESETS[name]
     tokenizer = load_or_train(corpus_texts(), cache_dir() / "tokenizers", p.vocab_size)
     key = tokenizer.backend_tokenizer.to_str().encode()
-    import hashlib
-
     folder = cache_dir() / "models" / f"{name}-seed{seed}-{hashlib.sha256(key).hexdigest()[:12]}"
     if (folder / "config.json").is_file():
         return folder
     torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(qwen2_config(p, tokenizer))
-    tmp = folder.with_name(folder.name + ".tmp")
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    (tmp / "rspo_preset.json").write_text(json.dumps(asdict(p), indent=1))
-    tmp.replace(folder)
-    return folder
+    return save_checkpoint(Qwen2ForCausalLM(qwen2_config(p, tokenizer)), tokenizer, asdict(p), folder)
 
 
 def convert_gguf(name: str) -> Path:
@@ -154,12 +167,7 @@ def convert_gguf(name: str) -> Path:
         del config.quantization_config
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.load_state_dict(loaded.state_dict())
-    tmp = folder.with_name(folder.name + ".tmp")
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    (tmp / "rspo_preset.json").write_text(json.dumps(asdict(preset), indent=1))
-    tmp.replace(folder)
-    return folder
+    return save_checkpoint(model, tokenizer, asdict(preset), folder)
 
 
 def preset_of(name_or_path: str) -> ModelPreset:

@@ -9,7 +9,6 @@ exactly as the rollout engine will build it, and the action reply; the loss cove
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -21,6 +20,7 @@ import torch
 from rspo_kit.envs.base import Task
 from rspo_kit.envs.batch import BatchRunner
 from rspo_kit.policy.experts import alfworld_search_action
+from rspo_kit.policy.models import save_checkpoint
 from rspo_kit.policy.prompts import EpisodeContext, build_prompt
 from rspo_kit.policy.rollout import Policy
 from rspo_kit.policy.scoring import left_pad, positions
@@ -157,17 +157,10 @@ def train_sft(policy: Policy, samples: Sequence[Sample], cfg: SFTConfig, progres
 
 
 def save_policy(policy: Policy, folder: Path) -> Path:
-    """Checkpoint model + tokenizer with ``save_pretrained`` (safetensors), written atomically."""
-    folder = Path(folder)
-    tmp = folder.with_name(folder.name + ".tmp")
-    policy.model.save_pretrained(tmp)
-    policy.tokenizer.save_pretrained(tmp)
-    # how to prompt and act with it, so that Policy.load(folder) behaves as the policy that was saved
-    meta = {"name": folder.name, "action_mode": policy.mode, "max_prompt_tokens": policy.prompt.max_tokens}
-    (tmp / "rspo_preset.json").write_text(json.dumps(meta, indent=1))
-    if folder.exists():
-        import shutil
-
-        shutil.rmtree(folder)
-    tmp.replace(folder)
-    return folder
+    """Checkpoint a policy so that ``Policy.load(folder)`` prompts and acts as the policy that was saved."""
+    meta = {
+        "name": Path(folder).name,
+        "action_mode": policy.mode,
+        "max_prompt_tokens": policy.prompt.max_tokens,
+    }
+    return save_checkpoint(policy.model, policy.tokenizer, meta, folder)
