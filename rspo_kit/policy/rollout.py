@@ -216,6 +216,29 @@ def _choose(policy: Policy, prompts, contexts, cfg: RolloutConfig, generator) ->
 SEARCH_TEMPLATE = "search[...]"
 
 
+def candidate_set(policy: Policy, admissible: Sequence[str]) -> tuple[list[str], list[list[int]]]:
+    """The actions ``choice`` mode scores in a state, and their token ids.
+
+    A free-text template (WebShop's ``search[...]``) enters as its prefix ``search[`` without an end
+    token; the query is generated after it. An empty admissible list yields the no-op ``look``.
+    """
+    actions = [a for a in admissible if a != SEARCH_TEMPLATE]
+    cands = [policy.encode_action(a) for a in actions]
+    if SEARCH_TEMPLATE in admissible:
+        actions.append(SEARCH_TEMPLATE)
+        cands.append(policy.tokenizer("search[", add_special_tokens=False)["input_ids"])
+    if not actions:  # nothing admissible: a harmless no-op keeps the episode going
+        actions, cands = ["look"], [policy.encode_action("look")]
+    return actions, cands
+
+
+def chosen_index(actions: Sequence[str], action: str) -> int | None:
+    """Index of ``action`` among a candidate set (a ``search[...]`` maps to the template), else None."""
+    if action.startswith("search[") and SEARCH_TEMPLATE in actions:
+        return actions.index(SEARCH_TEMPLATE)
+    return actions.index(action) if action in actions else None
+
+
 def _choose_candidates(policy: Policy, prompts, contexts, cfg: RolloutConfig, generator) -> list[dict]:
     """GLAM-style choice over the admissible actions.
 
@@ -223,15 +246,8 @@ def _choose_candidates(policy: Policy, prompts, contexts, cfg: RolloutConfig, ge
     prefix, scored without an end token); when it is chosen the model writes the query itself, up to
     ``]``. Its behaviour log-prob is the candidate's log-softmax plus the query tokens' log-probs.
     """
-    actions = [[a for a in ctx.admissible if a != SEARCH_TEMPLATE] for ctx in contexts]
-    cands = [[policy.encode_action(a) for a in acts] for acts in actions]
-    for acts, cand, ctx in zip(actions, cands, contexts, strict=True):
-        if SEARCH_TEMPLATE in ctx.admissible:
-            acts.append(SEARCH_TEMPLATE)
-            cand.append(policy.tokenizer("search[", add_special_tokens=False)["input_ids"])
-        if not acts:  # nothing admissible: a harmless no-op keeps the episode going
-            acts.append("look")
-            cand.append(policy.encode_action("look"))
+    sets = [candidate_set(policy, ctx.admissible) for ctx in contexts]
+    actions, cands = [a for a, _ in sets], [c for _, c in sets]
     seq_lp = candidate_logprobs(policy.model, prompts, cands, policy.tokenizer.pad_token_id)
     out = []
     for acts, cand, lp in zip(actions, cands, seq_lp, strict=True):

@@ -35,6 +35,7 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int, default=50)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--choice-weight", type=float, default=1.0, help="candidate cross-entropy (choice mode)")
     ap.add_argument("--eval-n", type=int, default=60)
     ap.add_argument("--pass-n", type=int, default=30, help="tasks for pass@8")
     ap.add_argument("--max-steps", type=int, default=None)
@@ -61,7 +62,11 @@ def main(argv=None) -> int:
         )
     report["demonstrations"]["seconds"] = time.perf_counter() - t0
     cfg = SFTConfig(
-        lr=args.lr, batch_size=args.batch_size, epochs=args.epochs, time_budget_s=60 * args.minutes
+        lr=args.lr,
+        batch_size=args.batch_size,
+        epochs=args.epochs,
+        time_budget_s=60 * args.minutes,
+        choice_weight=args.choice_weight,
     )
     report["sft"] = train_sft(policy, samples, cfg)
     save_policy(policy, out / "policy")
