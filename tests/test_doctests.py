@@ -16,6 +16,8 @@ MODULES = [
     "rspo_kit.policy.experts",
     "rspo_kit.policy.prompts",
     "rspo_kit.policy.evaluate",
+    "rspo_kit.rewards.signals",
+    "rspo_kit.train",
 ]
 
 

@@ -58,7 +58,10 @@ def candidate_logprobs(
 
 def _score_chunk(model, prompts, candidates, pad_id, device) -> list[torch.Tensor]:
     ids, mask = left_pad(prompts, pad_id, device)  # (B, L)
-    first = model(input_ids=ids, attention_mask=mask, position_ids=positions(mask), use_cache=True)
+    # only the last prompt position predicts (the first candidate token): skip the head elsewhere
+    first = model(
+        input_ids=ids, attention_mask=mask, position_ids=positions(mask), use_cache=True, logits_to_keep=1
+    )
     owner = torch.tensor([b for b, cands in enumerate(candidates) for _ in cands], device=device)
     flat = [c for cands in candidates for c in cands]
     width = max(len(c) for c in flat)

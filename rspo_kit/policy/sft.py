@@ -89,7 +89,12 @@ def _sample(policy: Policy, ctx: EpisodeContext, action: str) -> Sample:
     if policy.mode != "choice":
         return Sample(prompt, policy.encode_action(action))
     actions, cands = candidate_set(policy, ctx.admissible)
-    return Sample(prompt, policy.encode_action(action), cands, chosen_index(actions, action))
+    k = chosen_index(actions, action)
+    if k is not None and action.startswith("search["):  # as the rollout writes it: prefix, then the query
+        return Sample(
+            prompt, cands[k] + policy.tokenizer(action[7:], add_special_tokens=False)["input_ids"], cands, k
+        )
+    return Sample(prompt, policy.encode_action(action), cands, k)
 
 
 @dataclass(frozen=True)
@@ -136,17 +141,36 @@ def sft_loss(model, batch: Sequence[Sample], pad_id: int) -> torch.Tensor:
     return torch.nn.functional.cross_entropy(logits.float(), targets)
 
 
-def choice_loss(model, batch: Sequence[Sample], pad_id: int) -> torch.Tensor:
-    """Mean cross-entropy of the teacher's action under the softmax over its candidate set.
+def choice_loss(model, batch: Sequence[Sample], pad_id: int, choice_weight: float = 1.0) -> torch.Tensor:
+    """``choice`` mode SFT: cross-entropy over the candidate set plus the reply NLL, from one pass.
 
-    This is the distribution ``choice`` mode samples from (GLAM, Carta et al. 2023), so it is what
-    greedy evaluation ranks by. Samples without candidates contribute nothing; 0 if none has them.
+    The softmax over candidates is what ``choice`` mode samples from (GLAM, Carta et al. 2023), so the
+    cross-entropy trains exactly what greedy evaluation ranks by; the NLL of the teacher's candidate
+    tokens comes from the same candidate pass (no second prompt forward). A search's generated query
+    (reply tokens after the ``search[`` candidate) adds its own NLL. Samples without candidates get
+    the plain reply NLL.
     """
     scored = [s for s in batch if s.candidates and s.chosen is not None]
-    if not scored:
-        return torch.zeros((), device=next(model.parameters()).device)
-    seq_lp = candidate_logprobs(model, [s.prompt for s in scored], [s.candidates for s in scored], pad_id)
-    return -torch.stack([lp.log_softmax(-1)[s.chosen] for lp, s in zip(seq_lp, scored, strict=True)]).mean()
+    plain = [s for s in batch if not (s.candidates and s.chosen is not None)]
+    queries = [
+        Sample(s.prompt + s.candidates[s.chosen], s.reply[len(s.candidates[s.chosen]) :])
+        for s in scored
+        if len(s.reply) > len(s.candidates[s.chosen])
+    ]
+    losses, weights = [], []
+    if scored:
+        seq_lp = candidate_logprobs(model, [s.prompt for s in scored], [s.candidates for s in scored], pad_id)
+        chosen = torch.stack([lp[s.chosen] for lp, s in zip(seq_lp, scored, strict=True)])  # (B,)
+        ce = -torch.stack([lp.log_softmax(-1)[s.chosen] for lp, s in zip(seq_lp, scored, strict=True)])
+        tokens = sum(len(s.candidates[s.chosen]) for s in scored)
+        losses.append(-chosen.sum() / tokens + choice_weight * ce.mean())
+        weights.append(len(scored))
+    for extra in (queries, plain):
+        if extra:
+            losses.append(sft_loss(model, extra, pad_id))
+            weights.append(len(extra))
+    total = sum(weights)
+    return sum(w / total * loss for w, loss in zip(weights, losses, strict=True))
 
 
 def _length_bucketed(order: list[int], samples: Sequence[Sample], batch_size: int, rng) -> list[list[int]]:
@@ -186,9 +210,10 @@ def train_sft(policy: Policy, samples: Sequence[Sample], cfg: SFTConfig, progres
         rng.shuffle(order)
         for idx in _length_bucketed(order, samples, cfg.batch_size, rng):
             batch = [samples[i] for i in idx]
-            loss = sft_loss(model, batch, pad_id)
-            if cfg.choice_weight:
-                loss = loss + cfg.choice_weight * choice_loss(model, batch, pad_id)
+            if cfg.choice_weight and policy.mode == "choice":
+                loss = choice_loss(model, batch, pad_id, cfg.choice_weight)
+            else:
+                loss = sft_loss(model, batch, pad_id)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -1,0 +1,63 @@
+"""What the swap did in one iteration (RSPO step 6), as ``swap/*`` metrics."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rspo_kit.rewards.diagnostics import hacking_rate, rank_agreement
+
+
+def _zero_variance(values: Sequence[float]) -> bool:
+    return len(values) < 2 or max(values) - min(values) < 1e-12
+
+
+def group_outcomes(trajs: Sequence[Any], outcome: Callable[[Any], float]) -> dict[str, list[float]]:
+    """Outcome rewards per task, in order."""
+    groups: dict[str, list[float]] = defaultdict(list)
+    for t in trajs:
+        groups[t.task_id].append(outcome(t))
+    return dict(groups)
+
+
+def swap_metrics(
+    actor: Sequence[Any],
+    explorer: Sequence[Any],
+    mixed: Sequence[Any],
+    offpolicy: Sequence[bool],
+    outcome: Callable[[Any], float],
+    process_return: Callable[[Any], float],
+    admitted: int,
+    buffer_size: int,
+) -> dict[str, float]:
+    """``swap/*`` metrics: rescued groups, zero-variance shares, success rates, reward agreement.
+
+    A group is *rescued* when the actor's own group had no outcome variance (no GRPO signal) and the
+    mixed group has some: the replayed trajectories gave the actor something to learn from.
+    """
+    before = group_outcomes(actor, outcome)
+    after = group_outcomes(mixed, outcome)
+    zero_before = [task for task, v in before.items() if _zero_variance(v)]
+    rescued = sum(not _zero_variance(after.get(task, [])) for task in zero_before)
+    replayed = [t for t, off in zip(mixed, offpolicy, strict=True) if off]
+    explorer_returns = [process_return(t) for t in explorer]
+    explorer_outcomes = [outcome(t) for t in explorer]
+    agreement = rank_agreement(explorer_returns, explorer_outcomes, [t.task_id for t in explorer])
+    hacking = hacking_rate(explorer_returns, [t.won for t in explorer]) if explorer else None
+    return {
+        "swap/rescued_groups": float(rescued),
+        "swap/zero_var_groups_before": len(zero_before) / max(1, len(before)),
+        "swap/zero_var_groups_after": sum(_zero_variance(v) for v in after.values()) / max(1, len(after)),
+        "swap/replayed": float(len(replayed)),
+        "swap/replay_success_rate": (sum(t.won for t in replayed) / len(replayed)) if replayed else math.nan,
+        "swap/explorer_success": (sum(t.won for t in explorer) / len(explorer)) if explorer else math.nan,
+        "swap/explorer_process_return": (sum(explorer_returns) / len(explorer_returns))
+        if explorer
+        else math.nan,
+        "swap/admitted": float(admitted),
+        "swap/buffer_size": float(buffer_size),
+        "swap/process_outcome_tau": agreement.mean_tau,
+        "swap/explorer_hacking_rate": hacking.rate if hacking else math.nan,
+    }

@@ -1,0 +1,323 @@
+"""Typed run configuration: one dataclass per component, composed into ``RunConfig``; named presets.
+
+Every field that a choice of the paper leaves open has the default of DESIGN.md section 1 and a
+comment naming the alternatives. A bad value raises ``ValueError`` naming the field, the value and
+what is allowed, at construction time and again when ``RunConfig.validate()`` runs before training.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args, get_type_hints
+
+Algo = Literal["grpo", "ppo", "gigpo"]
+RewardSignal = Literal["outcome", "process", "mix"]
+ReplayFilter = Literal["success", "all", "outcome_novel"]
+OffPolicyWeight = Literal["truncated_is", "none", "luffy"]
+SwapMode = Literal["off", "rspo", "control"]
+
+
+def _check_literals(obj: Any) -> None:
+    """Every ``Literal``-typed field holds one of its allowed values."""
+    hints = get_type_hints(type(obj))
+    for f in dataclasses.fields(obj):
+        allowed = get_args(hints[f.name]) if getattr(hints[f.name], "__origin__", None) is Literal else ()
+        if allowed and getattr(obj, f.name) not in allowed:
+            raise ValueError(
+                f"{type(obj).__name__}.{f.name} = {getattr(obj, f.name)!r} is not allowed; "
+                f"choose one of {list(allowed)}"
+            )
+
+
+def _require(obj: Any, name: str, ok: bool, what: str) -> None:
+    if not ok:
+        raise ValueError(f"{type(obj).__name__}.{name} = {getattr(obj, name)!r}: must be {what}")
+
+
+@dataclass
+class EnvConfig:
+    name: str = "alfworld"  # any registered env
+    engine: str | None = None  # ALFWorld: "native" (fast, default) or "alfworld" (the real engine)
+    max_steps: int | None = None  # episode cap; None = the env's default (ALFWorld 50, WebShop 15)
+    train_tasks: int = 400  # the pool of train tasks that iterations draw from
+    tasks_per_iteration: int = 4  # N in DESIGN.md section 1
+    n_workers: int = 0  # BatchRunner workers; 0 = in-process (fast engines)
+
+    def __post_init__(self) -> None:
+        _require(self, "train_tasks", self.train_tasks >= 1, ">= 1")
+        _require(
+            self,
+            "tasks_per_iteration",
+            1 <= self.tasks_per_iteration <= self.train_tasks,
+            "in [1, train_tasks]",
+        )
+        _require(self, "max_steps", self.max_steps is None or self.max_steps >= 1, "None or >= 1")
+        _require(self, "n_workers", self.n_workers >= 0, ">= 0")
+
+    @property
+    def env_kwargs(self) -> dict:
+        kwargs = {"engine": self.engine} if self.engine else {}
+        return kwargs | ({"max_steps": self.max_steps} if self.max_steps else {})
+
+
+@dataclass
+class PolicyConfig:
+    preset: str = "tiny"  # "tiny", "small", "smollm2-135m", a checkpoint folder, or a HF id/path
+    mode: Literal["choice", "free", "preset"] = "preset"  # "preset": the preset's own action mode
+    warmstart: bool = True  # SFT on search-expert demonstrations first (cached per settings)
+    sft_demo_tasks: int = 1500
+    sft_minutes: float = 10.0
+    sft_lr: float = 2e-3
+    lora: bool | None = None  # None: LoRA for pretrained models, full fine-tuning for tiny/small
+    lora_rank: int = 16
+    temperature: float = 1.0  # sampling temperature of training rollouts (log-probs use the same)
+    max_new_tokens: int = 24
+
+    def __post_init__(self) -> None:
+        _check_literals(self)
+        _require(self, "sft_demo_tasks", self.sft_demo_tasks >= 1, ">= 1")
+        _require(self, "sft_minutes", self.sft_minutes > 0, "> 0")
+        _require(self, "temperature", self.temperature > 0, "> 0")
+
+
+@dataclass
+class RewardConfig:
+    # what the base algorithm X optimises: "outcome" (plain X), "process" (dense-only baseline), or
+    # "mix" (outcome + mix_lambda * process). Under RSPO the actor always gets outcome rewards; this
+    # field then only matters for baselines.
+    train_on: RewardSignal = "outcome"
+    outcome_mode: Literal["success", "score"] = "success"
+    invalid_penalty: float = 0.0  # per invalid step; verl-agent uses 0.1
+    process: str = "subgoal"  # a registered process reward of the env ("subgoal", "heuristic", ...)
+    misalign_eps: float = 0.0  # > 0 mixes in the env's hackable term: (1 - eps) * process + eps * hack
+    mix_lambda: float = 0.5
+
+    def __post_init__(self) -> None:
+        _check_literals(self)
+        _require(self, "invalid_penalty", self.invalid_penalty >= 0, ">= 0")
+        _require(self, "misalign_eps", 0 <= self.misalign_eps <= 1, "in [0, 1]")
+        _require(self, "mix_lambda", self.mix_lambda >= 0, ">= 0")
+
+
+@dataclass
+class AlgoConfig:
+    name: Algo = "gigpo"
+    group_size: int = 8  # G trajectories per task
+    lr: float = 1e-4
+    epochs: int = 1  # passes over each batch
+    minibatch_steps: int = 64  # recorded steps per gradient step
+    clip_low: float = 0.2
+    clip_high: float = 0.2
+    max_grad_norm: float = 1.0
+    use_std: bool | None = None  # None: GRPO divides by the group std, GiGPO does not (verl-agent mean_norm)
+    gamma: float = 0.95  # GiGPO step returns and PPO's GAE
+    lam: float = 0.95  # PPO's GAE lambda
+    omega: float = 1.0  # GiGPO step-advantage weight
+    episode_stats: Literal["trajectories", "steps"] = "trajectories"  # GiGPO A^E normalisation (paper Eq. 3)
+    value_coef: float = 0.5  # PPO critic loss weight
+    value_clip: float | None = 0.2
+    value_lr: float = 1e-3
+    entropy_coef: float = 0.0
+    kl_coef: float = 0.0  # k3 KL to the frozen reference; 0 skips the reference forward pass
+
+    def __post_init__(self) -> None:
+        _check_literals(self)
+        _require(self, "group_size", self.group_size >= 1, ">= 1")
+        _require(self, "lr", self.lr > 0, "> 0")
+        _require(self, "epochs", self.epochs >= 1, ">= 1")
+        _require(self, "minibatch_steps", self.minibatch_steps >= 1, ">= 1")
+        _require(self, "gamma", 0 < self.gamma <= 1, "in (0, 1]")
+        _require(self, "lam", 0 <= self.lam <= 1, "in [0, 1]")
+        _require(self, "clip_low", 0 < self.clip_low < 1, "in (0, 1)")
+
+    @property
+    def divide_by_std(self) -> bool:
+        return self.name == "grpo" if self.use_std is None else self.use_std
+
+
+@dataclass
+class SwapConfig:
+    """RSPO (DESIGN.md section 1). ``mode="control"`` is the explorer without dense training."""
+
+    mode: SwapMode = "off"
+    sync_every: int = 1  # B <- A every this many iterations
+    explorer_updates: int = 1  # X-updates of B on process rewards per iteration (control: 0)
+    explorer_lr: float = 5e-5  # modest: a strong explorer drifts onto the misaligned reward
+    explorer_group_size: int = 4  # trajectories of B per task
+    replay_capacity: int = 256  # trajectories kept, FIFO per task
+    replay_filter: ReplayFilter = "success"
+    replay_ratio: float = 0.25  # M = round(ratio * G) replayed trajectories join each actor group
+    offpolicy_weight: OffPolicyWeight = "truncated_is"
+    is_clip: float = 2.0
+
+    def __post_init__(self) -> None:
+        _check_literals(self)
+        _require(self, "sync_every", self.sync_every >= 1, ">= 1")
+        _require(self, "explorer_updates", self.explorer_updates >= 0, ">= 0")
+        _require(self, "explorer_group_size", self.explorer_group_size >= 1, ">= 1")
+        _require(self, "replay_capacity", self.replay_capacity >= 1, ">= 1")
+        _require(self, "replay_ratio", self.replay_ratio >= 0, ">= 0")
+        _require(self, "is_clip", self.is_clip >= 1, ">= 1")
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode != "off"
+
+
+@dataclass
+class TrainConfig:
+    iterations: int = 10  # 0 = SFT warm start + evaluation only
+    seed: int = 0
+    eval_every: int = 5  # iterations; the last iteration is always evaluated
+    eval_split: str = "eval"
+    eval_n: int = 30
+    checkpoint_every: int = 1
+    run_dir: str | None = None  # None: runs/<time>_<env>_<algo>_<swap>_s<seed>
+    threads: int | None = None  # torch threads; None leaves torch's default
+    progress_bar: bool = True
+    tables: bool = True  # per-turn parquet trajectory table per iteration
+
+    def __post_init__(self) -> None:
+        _require(self, "iterations", self.iterations >= 0, ">= 0")
+        _require(self, "eval_every", self.eval_every >= 1, ">= 1")
+        _require(self, "eval_n", self.eval_n >= 0, ">= 0")
+        _require(self, "checkpoint_every", self.checkpoint_every >= 1, ">= 1")
+
+
+@dataclass
+class RunConfig:
+    env: EnvConfig = field(default_factory=EnvConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    swap: SwapConfig = field(default_factory=SwapConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def validate(self) -> RunConfig:
+        """Re-run every component's checks (fields may have been assigned after construction)."""
+        for f in dataclasses.fields(self):
+            getattr(self, f.name).__post_init__()
+        return self
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> RunConfig:
+        parts = {f.name: f.type for f in dataclasses.fields(cls)}
+        types = {"env": EnvConfig, "policy": PolicyConfig, "reward": RewardConfig}
+        types |= {"algo": AlgoConfig, "swap": SwapConfig, "train": TrainConfig}
+        unknown = set(d) - set(parts)
+        if unknown:
+            raise ValueError(f"unknown RunConfig sections {sorted(unknown)}; known: {sorted(parts)}")
+        return cls(**{k: types[k](**v) for k, v in d.items()})
+
+    def override(self, dotted: str, value: Any) -> RunConfig:
+        """Set ``"algo.lr"`` style fields; the value is coerced to the field's current type."""
+        section, _, name = dotted.partition(".")
+        part = getattr(self, section, None)
+        if (
+            part is None
+            or not dataclasses.is_dataclass(part)
+            or name not in {f.name for f in dataclasses.fields(part)}
+        ):
+            raise ValueError(f"unknown config field {dotted!r}")
+        setattr(part, name, _coerce(getattr(part, name), value))
+        return self
+
+
+def _coerce(current: Any, value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    if value.lower() in ("none", "null"):
+        return None
+    if isinstance(current, bool) or value.lower() in ("true", "false"):
+        return value.lower() in ("1", "true", "yes")
+    for kind in (int, float):
+        if isinstance(current, kind):
+            return kind(value)
+    if current is None:  # unknown type: numbers stay numbers
+        for kind in (int, float):
+            try:
+                return kind(value)
+            except ValueError:
+                pass
+    return value
+
+
+# Named presets: what tests, notebooks and the CLI share. "tiny" runs on a 2-core CPU in minutes.
+PRESETS: dict[str, dict[str, dict[str, Any]]] = {
+    "tiny": {
+        "env": {"train_tasks": 400, "tasks_per_iteration": 4},
+        "policy": {"preset": "tiny", "sft_minutes": 10.0},
+        "algo": {"group_size": 8, "lr": 1e-4, "minibatch_steps": 64},
+        "train": {"iterations": 10, "eval_n": 30, "eval_every": 5},
+    },
+    # seconds-long runs for tests and CI notebooks: no warm start, short episodes, tiny groups
+    "smoke": {
+        "env": {"train_tasks": 8, "tasks_per_iteration": 2, "max_steps": 6},
+        "policy": {"preset": "tiny", "warmstart": False},
+        "algo": {"group_size": 2, "minibatch_steps": 16},
+        "swap": {"explorer_group_size": 2, "replay_ratio": 0.5},  # M = 1 replayed per group of 2
+        "train": {"iterations": 2, "eval_n": 2, "eval_every": 1, "progress_bar": False},
+    },
+    "gpu": {  # a real instruction-tuned model with LoRA, for GPU users (nothing is downloaded)
+        "policy": {"preset": "Qwen/Qwen2.5-1.5B-Instruct", "warmstart": False, "mode": "free"},
+        "env": {"train_tasks": 3000, "tasks_per_iteration": 16, "n_workers": 8},
+        "algo": {"group_size": 8, "lr": 1e-6, "minibatch_steps": 32},
+        "train": {"iterations": 150, "eval_n": 120, "eval_every": 10},
+    },
+}
+
+# What ``preset(..., swap=...)`` means: the mode of the swap and the reward the base algorithm sees.
+VARIANTS: dict[str, tuple[SwapMode, RewardSignal]] = {
+    "plain": ("off", "outcome"),
+    "rspo": ("rspo", "outcome"),
+    "control": ("control", "outcome"),
+    "process": ("off", "process"),
+    "mix": ("off", "mix"),
+}
+
+
+def preset(
+    name: str = "tiny",
+    *,
+    env: str = "alfworld",
+    algo: Algo = "gigpo",
+    swap: bool | str = False,
+    seed: int = 0,
+    **overrides: Any,
+) -> RunConfig:
+    """A named ``RunConfig``. ``swap``: True/"rspo", False/"plain", "control", "process" or "mix".
+
+    ``overrides`` are dotted fields with ``__`` for the dot: ``preset("tiny", algo__lr=3e-4)``.
+    """
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
+    variant = {True: "rspo", False: "plain"}.get(swap, swap) if isinstance(swap, bool) else swap
+    if variant not in VARIANTS:
+        raise ValueError(f"swap = {swap!r} is not allowed; choose True, False or one of {sorted(VARIANTS)}")
+    parts = PRESETS[name]
+    cfg = RunConfig(
+        env=EnvConfig(**{"name": env, **parts.get("env", {})}),
+        policy=PolicyConfig(**parts.get("policy", {})),
+        reward=RewardConfig(**parts.get("reward", {})),
+        algo=AlgoConfig(**{**parts.get("algo", {}), "name": algo}),
+        swap=SwapConfig(**parts.get("swap", {})),
+        train=TrainConfig(**{**parts.get("train", {}), "seed": seed}),
+    )
+    cfg.swap.mode, cfg.reward.train_on = VARIANTS[variant]
+    if cfg.swap.mode == "control":
+        cfg.swap.explorer_updates = 0  # B = A: extra samples only, no dense training
+    for key, value in overrides.items():
+        cfg.override(key.replace("__", "."), value)
+    return cfg.validate()
+
+
+def variant_of(cfg: RunConfig) -> str:
+    """The name of a config's variant ("rspo", "plain", "control", "process", "mix")."""
+    for name, (mode, signal) in VARIANTS.items():
+        if (cfg.swap.mode, cfg.reward.train_on) == (mode, signal):
+            return name
+    return f"{cfg.swap.mode}+{cfg.reward.train_on}"

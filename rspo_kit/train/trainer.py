@@ -1,0 +1,447 @@
+"""The training loop: base algorithm X, optionally wrapped by RSPO's reward swap (DESIGN.md section 1).
+
+Per iteration k (1-based; row 0 of the metrics is the starting point's evaluation):
+
+1. actor rollout D_A on N train tasks, G each;
+2. explorer derivation (RSPO only): every ``sync_every`` iterations B <- A, then
+   ``explorer_updates`` X-updates of B on **process** rewards (on D_A right after a sync, else D_B);
+3. explorer rollout D_B, ``explorer_group_size`` per task;
+4. the swap: D_B is relabelled with outcome rewards and enters the replay buffer through its filter;
+5. actor update: X on mixed groups (D_A plus M replayed per task), **outcome** rewards only,
+   off-policy weights on replayed steps;
+6. metrics (``rollout/*``, ``reward/*``, ``adv/*``, ``loss/*``, ``is/*``, ``swap/*``, ``eval/*``,
+   ``perf/*``), a per-turn table, periodic evaluation, an atomic checkpoint.
+
+Events go to callbacks: any object with some of ``on_rollout_end``, ``on_swap``, ``on_update_end``,
+``on_eval``, ``on_checkpoint`` (each receives an ``Event``). A callback's exception stops the run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+from rspo_kit.envs.batch import BatchRunner
+from rspo_kit.envs.registry import list_tasks
+from rspo_kit.policy.adapters import ActorExplorer
+from rspo_kit.policy.evaluate import evaluate
+from rspo_kit.policy.rollout import RolloutConfig, Trajectory, rollout
+from rspo_kit.records import MetricsLog, turn_table, write_table
+from rspo_kit.rewards.outcome import OutcomeConfig
+from rspo_kit.rewards.signals import RewardModel
+from rspo_kit.swap import ReplayBuffer, mixed_groups, swap_metrics
+from rspo_kit.train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from rspo_kit.train.config import RunConfig, variant_of
+from rspo_kit.train.setup import initial_policy
+from rspo_kit.train.update import Learner, UpdateBatch, flatten, update
+
+EVENTS = ("on_rollout_end", "on_swap", "on_update_end", "on_eval", "on_checkpoint")
+
+
+@dataclass
+class Event:
+    name: str
+    iteration: int
+    metrics: dict[str, float] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)  # trajectories, buffers, paths: see each event
+
+
+@dataclass
+class RunResult:
+    metrics: pd.DataFrame  # one row per iteration (row 0: the starting point)
+    run_dir: Path
+    config: RunConfig
+
+    @property
+    def final(self) -> dict:
+        """The last row that carries an evaluation."""
+        rows = (
+            self.metrics.dropna(subset=["eval/success"]) if "eval/success" in self.metrics else self.metrics
+        )
+        return rows.iloc[-1].to_dict() if len(rows) else {}
+
+
+def _default_run_dir(cfg: RunConfig) -> Path:
+    name = (
+        f"{time.strftime('%Y%m%d-%H%M%S')}_{cfg.env.name}_{cfg.algo.name}_{variant_of(cfg)}_s{cfg.train.seed}"
+    )
+    return Path("runs") / name
+
+
+def _rollout_metrics(prefix: str, trajs: Sequence[Trajectory], rewards: RewardModel) -> dict[str, float]:
+    steps = sum(t.env_steps for t in trajs)
+    n = max(1, len(trajs))
+    process = [sum(rewards.process_steps(t)) for t in trajs]
+    return {
+        f"{prefix}/success": sum(t.won for t in trajs) / n,
+        f"{prefix}/score": sum(t.score for t in trajs) / n,
+        f"{prefix}/episode_steps": steps / n,
+        f"{prefix}/invalid_share": sum(not s.valid for t in trajs for s in t.steps) / max(1, steps),
+        f"{prefix}/env_steps": float(steps),
+        f"{prefix}/crashed": float(sum(t.crashed for t in trajs)),
+        f"{prefix}/process_return": sum(process) / n,
+        f"{prefix}/outcome_return": sum(rewards.outcome_return(t) for t in trajs) / n,
+    }
+
+
+class Trainer:
+    """Holds one run's state; ``run()`` executes the remaining iterations. Prefer ``train()``."""
+
+    def __init__(self, cfg: RunConfig, callbacks: Sequence[Any] = (), run_dir: Path | None = None):
+        self.cfg = cfg.validate()
+        self.callbacks = list(callbacks)
+        self.run_dir = Path(run_dir or cfg.train.run_dir or _default_run_dir(cfg))
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if cfg.train.threads:
+            torch.set_num_threads(cfg.train.threads)
+        base, self.start_report = initial_policy(cfg, progress_bar=cfg.train.progress_bar)
+        # LoRA adapters for pretrained models, full fine-tuning (and copies) for the tiny presets
+        lora = cfg.policy.lora
+        if lora is None:
+            lora = sum(p.numel() for p in base.model.parameters()) > 50e6
+        self.pair = ActorExplorer(base, lora=lora, rank=cfg.policy.lora_rank)
+        critic = cfg.algo.name == "ppo"
+        a = cfg.algo
+        self.learners = {
+            "actor": Learner.build(
+                self.pair.policy("actor"), self.pair.parameters("actor"), a.lr, critic, a.value_lr
+            ),
+            "explorer": Learner.build(
+                self.pair.policy("explorer"),
+                self.pair.parameters("explorer"),
+                cfg.swap.explorer_lr,
+                critic,
+                a.value_lr,
+            ),
+        }
+        self.rewards = RewardModel.build(
+            cfg.env.name,
+            OutcomeConfig(cfg.reward.outcome_mode, cfg.reward.invalid_penalty),
+            cfg.reward.process,
+            cfg.reward.misalign_eps,
+            cfg.reward.mix_lambda,
+        )
+        self.buffer = ReplayBuffer(cfg.swap.replay_capacity, cfg.swap.replay_filter)
+        self.explorer_batch: list[Trajectory] = []  # D_B of the last iteration (explorer's own data)
+        self.pool = list_tasks(cfg.env.name, split="train", n=cfg.env.train_tasks)
+        self.log = MetricsLog(self.run_dir / "metrics.jsonl")
+        self.iteration = 0
+        self.env_steps = 0
+
+    # ----------------------------------------------------------------------------------- plumbing
+    def _emit(self, name: str, event: Event) -> None:
+        for cb in self.callbacks:
+            fn = getattr(cb, name, None)
+            if fn is not None:
+                fn(event)
+
+    def _learner(self, role: str) -> Learner:
+        learner = self.learners[role]
+        learner.policy = self.pair.policy(role)  # LoRA: makes the role's adapter the active one
+        return learner
+
+    def _modules(self) -> dict[str, torch.nn.Module]:
+        mods: dict[str, torch.nn.Module] = {"actor": self.pair._models["actor"]}
+        if not self.pair.lora:
+            mods["explorer"] = self.pair._models["explorer"]
+        for role, learner in self.learners.items():
+            if learner.value_head is not None:
+                mods[f"value_{role}"] = learner.value_head
+        return mods
+
+    def _optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        opts = {}
+        for role, learner in self.learners.items():
+            opts[role] = learner.optimizer
+            if learner.value_optimizer is not None:
+                opts[f"value_{role}"] = learner.value_optimizer
+        return opts
+
+    def _seed(self, *parts: Any) -> int:
+        return random.Random(":".join(map(str, (self.cfg.train.seed, *parts)))).getrandbits(31)
+
+    # ------------------------------------------------------------------------------------- phases
+    def evaluate(self) -> dict[str, float]:
+        cfg = self.cfg
+        if cfg.train.eval_n == 0:
+            return {}
+        res = evaluate(
+            self._learner("actor").policy,
+            cfg.env.name,
+            cfg.train.eval_split,
+            cfg.train.eval_n,
+            greedy=True,
+            n_workers=cfg.env.n_workers,
+            max_steps=cfg.env.max_steps,
+            progress_bar=cfg.train.progress_bar,
+            env_kwargs={"engine": cfg.env.engine} if cfg.env.engine else None,
+        )
+        return {
+            "eval/success": res.success,
+            "eval/ci_low": res.ci_low,
+            "eval/ci_high": res.ci_high,
+            "eval/score": res.mean_score,
+            "eval/invalid_share": res.invalid_share,
+            "eval/episode_steps": res.mean_steps,
+        }
+
+    def _rollout(self, runner, role: str, tasks, group_size: int, k: int) -> list[Trajectory]:
+        cfg = self.cfg
+        rcfg = RolloutConfig(
+            group_size=group_size,
+            temperature=cfg.policy.temperature,
+            max_new_tokens=cfg.policy.max_new_tokens,
+        )
+        seed = 2 * cfg.train.seed + (role == "explorer")
+        return rollout(self._learner(role).policy, runner, tasks, rcfg, iteration=k, seed=seed, source=role)
+
+    def _explorer_phase(self, runner, tasks, actor_trajs, k: int, row: dict) -> list[Trajectory]:
+        """RSPO steps 2-3: derive B from A (sync, then dense updates), then B's rollout."""
+        cfg = self.cfg
+        if (k - 1) % cfg.swap.sync_every == 0:
+            self.pair.sync_explorer()
+            explorer = self.learners["explorer"]
+            explorer.optimizer.state.clear()  # B restarts from A: stale moments would pull it back
+            train_on = actor_trajs  # right after a sync D_A is on-policy for B
+        else:
+            train_on = self.explorer_batch
+        t0 = time.perf_counter()
+        algo = replace(self.cfg.algo, lr=cfg.swap.explorer_lr)
+        for u in range(cfg.swap.explorer_updates):
+            batch = UpdateBatch(train_on, self.rewards.batch_rewards(train_on, "process"))
+            m = update(
+                self._learner("explorer"),
+                batch,
+                algo,
+                cfg.swap,
+                cfg.policy.temperature,
+                self._seed("explorer", k, u),
+            )
+            row |= {f"explorer/{key}": v for key, v in m.items()}
+        row["perf/explorer_update_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        trajs = self._rollout(runner, "explorer", tasks, cfg.swap.explorer_group_size, k)
+        row["perf/explorer_rollout_s"] = time.perf_counter() - t0
+        self.explorer_batch = trajs
+        return trajs
+
+    def step(self, runner: BatchRunner) -> dict[str, float]:
+        """One iteration; returns its metrics row."""
+        cfg, k = self.cfg, self.iteration + 1
+        t_iter = time.perf_counter()
+        row: dict[str, float] = {"iteration": k}
+        tasks = random.Random(self._seed("tasks", k)).sample(self.pool, cfg.env.tasks_per_iteration)
+
+        t0 = time.perf_counter()
+        actor = self._rollout(runner, "actor", tasks, cfg.algo.group_size, k)
+        row["perf/rollout_s"] = time.perf_counter() - t0
+        row |= _rollout_metrics("rollout", actor, self.rewards)
+        steps = sum(t.env_steps for t in actor)
+        self._emit(
+            "on_rollout_end", Event("on_rollout_end", k, dict(row), {"role": "actor", "trajectories": actor})
+        )
+
+        explorer: list[Trajectory] = []
+        if cfg.swap.enabled:
+            explorer = self._explorer_phase(runner, tasks, actor, k, row)
+            row |= _rollout_metrics("explorer_rollout", explorer, self.rewards)
+            steps += sum(t.env_steps for t in explorer)
+            self._emit(
+                "on_rollout_end",
+                Event("on_rollout_end", k, {}, {"role": "explorer", "trajectories": explorer}),
+            )
+            outcome = self.rewards.outcome_return
+            actor_outcomes: dict[str, set[float]] = {}
+            for t in actor:
+                actor_outcomes.setdefault(t.task_id, set()).add(outcome(t))
+            admitted = self.buffer.add(explorer, outcome, actor_outcomes)  # the swap: outcome labels only
+            mixed, offpolicy = mixed_groups(
+                actor,
+                self.buffer,
+                cfg.swap.replay_ratio,
+                cfg.algo.group_size,
+                random.Random(self._seed("replay", k)),
+            )
+            row |= swap_metrics(
+                actor,
+                explorer,
+                mixed,
+                offpolicy,
+                outcome,
+                lambda t: sum(self.rewards.process_steps(t)),
+                admitted,
+                len(self.buffer),
+            )
+            self._emit(
+                "on_swap",
+                Event(
+                    "on_swap",
+                    k,
+                    {key: v for key, v in row.items() if key.startswith("swap/")},
+                    {
+                        "actor": actor,
+                        "explorer": explorer,
+                        "mixed": mixed,
+                        "offpolicy": offpolicy,
+                        "buffer": self.buffer.items(),
+                    },
+                ),
+            )
+            signal = "outcome"  # RSPO: the actor never sees process rewards
+        else:
+            mixed, offpolicy = actor, [False] * len(actor)
+            signal = cfg.reward.train_on
+
+        t0 = time.perf_counter()
+        actor_rewards = self.rewards.batch_rewards(mixed, signal)
+        batch = UpdateBatch(mixed, actor_rewards, offpolicy)
+        row |= update(
+            self._learner("actor"), batch, cfg.algo, cfg.swap, cfg.policy.temperature, self._seed("actor", k)
+        )
+        row["perf/update_s"] = time.perf_counter() - t0
+        self.env_steps += steps
+        row["rollout/cumulative_env_steps"] = float(self.env_steps)
+        self._emit("on_update_end", Event("on_update_end", k, dict(row), {"batch": batch}))
+
+        if cfg.train.tables:
+            self._write_table(k, mixed, actor_rewards, explorer)
+        if k % cfg.train.eval_every == 0 or k == cfg.train.iterations:
+            t0 = time.perf_counter()
+            row |= self.evaluate()
+            row["perf/eval_s"] = time.perf_counter() - t0
+            self._emit(
+                "on_eval", Event("on_eval", k, {key: v for key, v in row.items() if key.startswith("eval/")})
+            )
+        row["perf/iteration_s"] = time.perf_counter() - t_iter
+        self.iteration = k
+        return row
+
+    def _write_table(self, k: int, mixed, rewards, explorer) -> None:
+        from rspo_kit.train.update import ADVANTAGES
+
+        flat = flatten(UpdateBatch(mixed, rewards, [t.source == "replay" for t in mixed]))
+        values = torch.zeros(len(flat.steps)) if self.cfg.algo.name == "ppo" else None
+        adv = ADVANTAGES[self.cfg.algo.name](flat, self.cfg.algo, values).step.tolist() if flat.steps else []
+        if self.cfg.algo.name == "ppo":
+            adv = None  # PPO advantages depend on the critic's values at update time; not recomputed here
+        outcome = self.rewards.outcome_return
+        frames = [
+            turn_table(
+                mixed,
+                k,
+                self.rewards.batch_rewards(mixed, "process"),
+                rewards,
+                adv,
+                [outcome(t) for t in mixed],
+            )
+        ]
+        if explorer:
+            proc = self.rewards.batch_rewards(explorer, "process")
+            frames.append(turn_table(explorer, k, proc, proc, None, [outcome(t) for t in explorer]))
+        write_table(pd.concat(frames, ignore_index=True), self.run_dir / "turns" / f"iter_{k:05d}.parquet")
+
+    # ------------------------------------------------------------------------------ checkpoints
+    def checkpoint(self) -> Path:
+        state = {
+            "iteration": self.iteration,
+            "env_steps": self.env_steps,
+            "rows": self.log.rows,
+            "config": self.cfg.to_dict(),
+        }
+        path = save_checkpoint(
+            self.run_dir,
+            self.iteration,
+            self._modules(),
+            self._optimizers(),
+            state,
+            {"replay": self.buffer.items(), "explorer_batch": self.explorer_batch},
+        )
+        self._emit("on_checkpoint", Event("on_checkpoint", self.iteration, {}, {"path": path}))
+        return path
+
+    def restore(self, folder: Path) -> None:
+        state, trajs = load_checkpoint(folder, self._modules(), self._optimizers())
+        self.iteration, self.env_steps = state["iteration"], state["env_steps"]
+        self.log.rows = state["rows"]
+        self.log.rewrite()
+        self.buffer = ReplayBuffer.of(
+            self.cfg.swap.replay_capacity, self.cfg.swap.replay_filter, trajs.get("replay", [])
+        )
+        self.explorer_batch = trajs.get("explorer_batch", [])
+
+    # -------------------------------------------------------------------------------------- run
+    def run(self) -> RunResult:
+        cfg = self.cfg
+        (self.run_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
+        if self.iteration == 0 and not self.log.rows:
+            t0 = time.perf_counter()
+            start = {"iteration": 0, "rollout/cumulative_env_steps": 0.0} | self.evaluate()
+            start["perf/eval_s"] = time.perf_counter() - t0
+            self.log.log(start)
+            self._emit(
+                "on_eval", Event("on_eval", 0, {k: v for k, v in start.items() if k.startswith("eval/")})
+            )
+            if cfg.train.iterations == 0:
+                self.checkpoint()
+        from tqdm.auto import tqdm
+
+        bar = tqdm(
+            total=cfg.train.iterations,
+            initial=self.iteration,
+            desc=f"{cfg.algo.name}/{variant_of(cfg)}",
+            disable=not cfg.train.progress_bar,
+        )
+        with BatchRunner(cfg.env.name, n_workers=cfg.env.n_workers, env_kwargs=cfg.env.env_kwargs) as runner:
+            while self.iteration < cfg.train.iterations:
+                try:
+                    row = self.step(runner)
+                except FloatingPointError as err:
+                    last = latest_checkpoint(self.run_dir)
+                    raise RuntimeError(
+                        f"training stopped at iteration {self.iteration + 1}: {err}. "
+                        f"The last good checkpoint is {last or 'none (none was written yet)'}; "
+                        "lower algo.lr or check the rewards."
+                    ) from err
+                self.log.log(row)
+                bar.update(1)
+                bar.set_postfix(success=f"{row.get('rollout/success', math.nan):.2f}")
+                if self.iteration % cfg.train.checkpoint_every == 0 or self.iteration == cfg.train.iterations:
+                    self.checkpoint()
+        bar.close()
+        return RunResult(self.log.frame(), self.run_dir, cfg)
+
+
+def train(
+    cfg: RunConfig | None = None, callbacks: Sequence[Any] = (), resume: str | Path | None = None
+) -> RunResult:
+    """Run a configuration to the end; ``resume=run_dir`` continues a run from its latest checkpoint.
+
+    On resume the stored configuration is used; a ``cfg`` passed along may only raise
+    ``train.iterations`` (to extend a finished run).
+    """
+    if resume is None:
+        if cfg is None:
+            raise ValueError("train() needs a RunConfig (or resume=<run_dir>)")
+        return Trainer(cfg, callbacks).run()
+    run_dir = Path(resume)
+    stored = RunConfig.from_dict(json.loads((run_dir / "config.json").read_text()))
+    if cfg is not None:
+        stored.train.iterations = max(stored.train.iterations, cfg.train.iterations)
+    stored.train.run_dir = str(run_dir)
+    trainer = Trainer(stored, callbacks, run_dir)
+    folder = latest_checkpoint(run_dir)
+    if folder is not None:
+        trainer.restore(folder)
+    else:
+        trainer.log.rows = []
+        trainer.log.rewrite()
+    return trainer.run()

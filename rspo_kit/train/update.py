@@ -1,0 +1,356 @@
+"""One X-update (X = GRPO, PPO or GiGPO) of one policy on a batch of trajectories.
+
+The recipe, for actor and explorer alike:
+
+1. flatten the batch into steps; rewards per step come from the caller (the signal is the caller's
+   choice: outcome for the actor, process for the explorer — this module never sees which);
+2. a no-grad pre-pass where needed: the critic's values (PPO) and the actor's current log-probs of
+   replayed steps (the ratio's denominator and the truncated-IS numerator);
+3. advantages from the algorithm's pure function (``ADVANTAGES`` registry);
+4. minibatch policy-gradient steps with the clipped surrogate, off-policy weights, entropy bonus,
+   optional KL to the reference, and the critic's clipped value loss (PPO).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from rspo_kit.algos import (
+    clipped_policy_loss,
+    explained_variance,
+    gigpo_advantages,
+    grpo_advantages,
+    kl_penalty,
+    offpolicy_weights,
+    turn_gae,
+    value_loss,
+    weight_stats,
+    whiten,
+    zero_variance_fraction,
+)
+from rspo_kit.algos.grpo import broadcast_to_steps
+from rspo_kit.policy.rollout import Policy, Trajectory
+from rspo_kit.policy.step_scores import old_unit_logprobs, score_steps
+from rspo_kit.train.config import AlgoConfig, SwapConfig
+
+
+class ValueHead(torch.nn.Module):
+    """PPO's critic: a small MLP on the policy trunk's last prompt state (detached).
+
+    Why on the trunk and not a separate model: the prompt forward pass already runs for the policy
+    loss, so the critic costs no extra model pass on CPU (trl's value-head models make the same
+    choice). Why detached: a 1M-parameter policy is easily disturbed by value-loss gradients; the
+    critic is a probe of the policy's features and the policy gradient alone shapes the trunk.
+    """
+
+    def __init__(self, hidden: int, width: int = 64):
+        super().__init__()
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(hidden, width), torch.nn.Tanh(), torch.nn.Linear(width, 1)
+        )
+
+    def forward(self, states: torch.Tensor) -> torch.Tensor:  # (S, H) -> (S,)
+        return self.net(states.detach().float()).squeeze(-1)
+
+
+@dataclass
+class Learner:
+    """One role's trainable state: its policy, optimizer, and (PPO) critic with its optimizer."""
+
+    policy: Policy
+    params: list[torch.nn.Parameter]
+    optimizer: torch.optim.Optimizer
+    value_head: ValueHead | None = None
+    value_optimizer: torch.optim.Optimizer | None = None
+
+    @classmethod
+    def build(cls, policy: Policy, params, lr: float, critic: bool, value_lr: float) -> Learner:
+        params = list(params)
+        opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+        if not critic:
+            return cls(policy, params, opt)
+        head = ValueHead(policy.model.config.hidden_size)
+        return cls(policy, params, opt, head, torch.optim.AdamW(head.parameters(), lr=value_lr))
+
+
+@dataclass
+class UpdateBatch:
+    trajs: list[Trajectory]
+    rewards: list[list[float]]  # per trajectory, per step: the signal this update optimises
+    offpolicy: list[bool] = field(default_factory=list)  # per trajectory: replayed (behaviour = explorer)
+
+    def __post_init__(self) -> None:
+        if not self.offpolicy:
+            self.offpolicy = [False] * len(self.trajs)
+        if len(self.rewards) != len(self.trajs) or len(self.offpolicy) != len(self.trajs):
+            raise ValueError("UpdateBatch: trajs, rewards and offpolicy must have one entry per trajectory")
+        for t, r in zip(self.trajs, self.rewards, strict=True):
+            if len(r) != len(t.steps):
+                raise ValueError(f"trajectory {t.group_id} has {len(t.steps)} steps but {len(r)} rewards")
+
+
+@dataclass
+class Flat:
+    """The batch flattened to steps (S) over trajectories (N)."""
+
+    steps: list
+    step_traj: torch.Tensor  # (S,) trajectory index
+    step_rewards: torch.Tensor  # (S,)
+    traj_group: torch.Tensor  # (N,) task-group id
+    traj_return: torch.Tensor  # (N,) Σ_t r_t
+    anchor: torch.Tensor  # (S,) dense anchor ids
+    offpolicy: torch.Tensor  # (S,) bool
+
+
+def flatten(batch: UpdateBatch) -> Flat:
+    groups: dict[str, int] = {}
+    anchors: dict[str, int] = {}
+    steps, step_traj, rewards, anchor, off = [], [], [], [], []
+    for i, (t, r) in enumerate(zip(batch.trajs, batch.rewards, strict=True)):
+        groups.setdefault(t.group_id, len(groups))
+        for s, reward in zip(t.steps, r, strict=True):
+            steps.append(s)
+            step_traj.append(i)
+            rewards.append(reward)
+            anchor.append(anchors.setdefault(s.anchor, len(anchors)))
+            off.append(batch.offpolicy[i])
+    return Flat(
+        steps,
+        torch.tensor(step_traj, dtype=torch.long),
+        torch.tensor(rewards, dtype=torch.float32),
+        torch.tensor([groups[t.group_id] for t in batch.trajs], dtype=torch.long),
+        torch.tensor([sum(r) for r in batch.rewards], dtype=torch.float32),
+        torch.tensor(anchor, dtype=torch.long),
+        torch.tensor(off, dtype=torch.bool),
+    )
+
+
+@dataclass
+class Advantages:
+    step: torch.Tensor  # (S,)
+    returns: torch.Tensor | None = None  # (S,) critic targets (PPO)
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def _grpo(flat: Flat, cfg: AlgoConfig, values: torch.Tensor | None) -> Advantages:
+    traj_adv = grpo_advantages(flat.traj_return, flat.traj_group, use_std=cfg.divide_by_std)
+    return Advantages(broadcast_to_steps(traj_adv, flat.step_traj))
+
+
+def _gigpo(flat: Flat, cfg: AlgoConfig, values: torch.Tensor | None) -> Advantages:
+    adv = gigpo_advantages(
+        flat.traj_return,
+        flat.traj_group,
+        flat.step_rewards,
+        flat.step_traj,
+        flat.anchor,
+        gamma=cfg.gamma,
+        omega=cfg.omega,
+        use_std=cfg.divide_by_std,
+        episode_stats=cfg.episode_stats,
+    )
+    shared = (adv.step_group_size > 1).float().mean()
+    return Advantages(
+        adv.total,
+        metrics={
+            "adv/episode_abs_mean": float(adv.episode.abs().mean()),
+            "adv/step_abs_mean": float(adv.step.abs().mean()),
+            "adv/anchor_shared_steps": float(shared),  # steps whose anchor group has > 1 member
+        },
+    )
+
+
+def _ppo(flat: Flat, cfg: AlgoConfig, values: torch.Tensor | None) -> Advantages:
+    assert values is not None, "PPO needs the critic's values"
+    adv, returns = turn_gae(flat.step_rewards, values, flat.step_traj, cfg.gamma, cfg.lam)
+    return Advantages(whiten(adv), returns)
+
+
+ADVANTAGES: dict[str, Callable[[Flat, AlgoConfig, torch.Tensor | None], Advantages]] = {
+    "grpo": _grpo,
+    "gigpo": _gigpo,
+    "ppo": _ppo,
+}
+
+
+def _chunks(n: int, size: int) -> list[range]:
+    return [range(i, min(n, i + size)) for i in range(0, n, size)]
+
+
+@torch.no_grad()
+def _prepass(learner: Learner, flat: Flat, cfg: AlgoConfig, temperature: float):
+    """Current log-probs of replayed steps and critic values of all steps (only what is needed)."""
+    need_values = learner.value_head is not None
+    need_logp = bool(flat.offpolicy.any())
+    current: dict[int, torch.Tensor] = {}
+    values = torch.zeros(len(flat.steps)) if need_values else None
+    if not (need_values or need_logp):
+        return current, values
+    idx = [i for i in range(len(flat.steps)) if need_values or flat.offpolicy[i]]
+    for chunk in _chunks(len(idx), cfg.minibatch_steps):
+        sel = [idx[j] for j in chunk]
+        scores = score_steps(learner.policy, [flat.steps[i] for i in sel], temperature, hidden=need_values)
+        for k, i in enumerate(sel):
+            if flat.offpolicy[i]:
+                current[i] = scores.logp[k].detach().float()
+        if need_values:
+            values[torch.tensor(sel)] = learner.value_head(scores.hidden).float()
+    return current, values
+
+
+def _unit_tensors(flat: Flat, current: dict, mode: str, swap: SwapConfig):
+    """Per step: the ratio's denominator, the off-policy weights and the LUFFY shaping flags (units).
+
+    On-policy steps compare against their behaviour log-probs with weight 1. Replayed steps compare
+    against the actor's own log-probs at the start of the update, weighted by min(π_A/π_B, c)
+    (``truncated_is``), 1 (``none``), or shaped by f(π) = π/(π+0.1) (``luffy``).
+    """
+    old, weights, shaped = [], [], []
+    for i, s in enumerate(flat.steps):
+        behaviour = torch.tensor(old_unit_logprobs(s, mode), dtype=torch.float32)
+        if flat.offpolicy[i]:
+            now = current[i]
+            old.append(now)
+            weights.append(offpolicy_weights(now, behaviour, swap.offpolicy_weight, swap.is_clip))
+            shaped.append(torch.full_like(now, swap.offpolicy_weight == "luffy", dtype=torch.bool))
+        else:
+            old.append(behaviour)
+            weights.append(torch.ones_like(behaviour))
+            shaped.append(torch.zeros_like(behaviour, dtype=torch.bool))
+    return old, weights, shaped
+
+
+def update(
+    learner: Learner,
+    batch: UpdateBatch,
+    cfg: AlgoConfig,
+    offpolicy: SwapConfig | None = None,
+    temperature: float = 1.0,
+    seed: int = 0,
+    reference: Policy | None = None,
+) -> dict[str, float]:
+    """One X-update of ``learner`` on ``batch``; returns ``loss/*``, ``adv/*`` (and ``is/*``) metrics."""
+    flat = flatten(batch)
+    if not flat.steps:
+        return {}
+    mode = learner.policy.mode
+    swap = offpolicy or SwapConfig()
+    learner.policy.model.eval()  # no dropout in the tiny presets; keeps pre-pass and loss consistent
+    current, values = _prepass(learner, flat, cfg, temperature)
+    adv = ADVANTAGES[cfg.name](flat, cfg, values)
+    if not torch.isfinite(adv.step).all():
+        raise FloatingPointError(f"non-finite advantages in the {cfg.name} update")
+
+    old, weights, shaped = _unit_tensors(flat, current, mode, swap)
+
+    generator = torch.Generator().manual_seed(seed)
+    sums: dict[str, list[float]] = {}
+    for _epoch in range(cfg.epochs):
+        order = torch.randperm(len(flat.steps), generator=generator).tolist()
+        for chunk in _chunks(len(order), cfg.minibatch_steps):
+            sel = [order[j] for j in chunk]
+            m = _minibatch_loss(
+                learner, flat, adv, sel, old, weights, shaped, cfg, temperature, values, reference
+            )
+            for k, v in m.items():
+                sums.setdefault(k, []).append(v)
+
+    metrics = {k: sum(v) / len(v) for k, v in sums.items()}
+    metrics |= adv.metrics
+    metrics["adv/mean"] = float(adv.step.mean())
+    metrics["adv/abs_mean"] = float(adv.step.abs().mean())
+    metrics["adv/zero_var_groups"] = float(zero_variance_fraction(flat.traj_return, flat.traj_group))
+    metrics["update/steps"] = float(len(flat.steps))
+    if flat.offpolicy.any():
+        w = torch.cat([weights[i] for i in range(len(flat.steps)) if flat.offpolicy[i]])
+        metrics |= {f"is/{k}": v for k, v in weight_stats(w, swap.is_clip).items()}
+    if values is not None and adv.returns is not None:
+        metrics["value/explained_variance"] = float(explained_variance(values, adv.returns))
+    return metrics
+
+
+def _minibatch_loss(learner, flat, adv, sel, old, weights, shaped, cfg, temperature, values, reference):
+    steps = [flat.steps[i] for i in sel]
+    critic = learner.value_head is not None
+    scores = score_steps(learner.policy, steps, temperature, hidden=critic)
+    logp = torch.cat(scores.logp).float()  # (U,) units of the minibatch
+    sizes = [len(x) for x in scores.logp]
+    seq = torch.repeat_interleave(torch.arange(len(sel)), torch.tensor(sizes))
+    unit_adv = adv.step[torch.tensor(sel)][seq].float()
+    out = clipped_policy_loss(
+        logp,
+        torch.cat([old[i] for i in sel]),
+        unit_adv,
+        torch.ones_like(logp, dtype=torch.bool),
+        clip_low=cfg.clip_low,
+        clip_high=cfg.clip_high,
+        weights=torch.cat([weights[i] for i in sel]),
+        shaped=torch.cat([shaped[i] for i in sel]),
+        seq=seq,
+    )
+    entropy = torch.cat(scores.entropy).float().mean()
+    loss = out.loss - cfg.entropy_coef * entropy
+    metrics = {
+        "loss/policy": float(out.loss.detach()),
+        "loss/approx_kl": float(out.approx_kl),
+        "loss/clip_frac": float(out.clip_frac),
+        "loss/entropy": float(entropy.detach()),
+    }
+    if cfg.kl_coef > 0 and reference is not None:
+        with torch.no_grad():
+            ref = torch.cat(score_steps(reference, steps, temperature).logp).float()
+        kl = kl_penalty(logp, ref).mean()
+        loss = loss + cfg.kl_coef * kl
+        metrics["loss/kl_ref"] = float(kl)
+    if not torch.isfinite(loss):
+        raise FloatingPointError(f"non-finite policy loss ({float(loss)}) in the {cfg.name} update")
+    learner.optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    grad_norm = torch.nn.utils.clip_grad_norm_(learner.params, cfg.max_grad_norm)
+    learner.optimizer.step()
+    metrics["loss/grad_norm"] = float(grad_norm) if math.isfinite(float(grad_norm)) else math.nan
+    if critic:
+        idx = torch.tensor(sel)
+        v = learner.value_head(scores.hidden)
+        vloss = cfg.value_coef * value_loss(
+            v, values[idx], adv.returns[idx].float(), torch.ones_like(v), cfg.value_clip
+        )
+        learner.value_optimizer.zero_grad(set_to_none=True)
+        vloss.backward()
+        learner.value_optimizer.step()
+        metrics["loss/value"] = float(vloss.detach())
+    return metrics
+
+
+def policy_gradient(
+    learner: Learner,
+    batch: UpdateBatch,
+    cfg: AlgoConfig,
+    offpolicy: SwapConfig | None = None,
+    temperature: float = 1.0,
+) -> list[torch.Tensor]:
+    """The gradient of the first minibatch's loss, without stepping (what the swap test compares)."""
+    flat = flatten(batch)
+    current, values = _prepass(learner, flat, cfg, temperature)
+    adv = ADVANTAGES[cfg.name](flat, cfg, values)
+    old, weights, shaped = _unit_tensors(flat, current, learner.policy.mode, offpolicy or SwapConfig())
+    steps = flat.steps
+    scores = score_steps(learner.policy, steps, temperature)
+    logp = torch.cat(scores.logp).float()
+    seq = torch.repeat_interleave(torch.arange(len(steps)), torch.tensor([len(x) for x in scores.logp]))
+    out = clipped_policy_loss(
+        logp,
+        torch.cat(old),
+        adv.step[seq].float(),
+        torch.ones_like(logp, dtype=torch.bool),
+        clip_low=cfg.clip_low,
+        clip_high=cfg.clip_high,
+        weights=torch.cat(weights),
+        shaped=torch.cat(shaped),
+        seq=seq,
+    )
+    return list(torch.autograd.grad(out.loss, learner.params, allow_unused=True))

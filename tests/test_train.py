@@ -1,0 +1,256 @@
+"""The trainer end to end: configs, every algorithm x variant, the swap's core promise, resume, guards."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from lock_env import register_lock
+
+from rspo_kit.rewards.signals import RewardModel
+from rspo_kit.train import EVENTS, RunConfig, Trainer, preset
+from rspo_kit.train.update import UpdateBatch, policy_gradient
+
+register_lock()
+ALGOS = ("grpo", "ppo", "gigpo")
+
+
+def _params(trainer: Trainer, role: str) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in trainer.pair.parameters(role)]
+
+
+def _changed(before, after) -> bool:
+    return any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
+
+
+def _smoke(env: str, algo: str, swap, tmp_path: Path, **overrides) -> RunConfig:
+    cfg = preset("smoke", env=env, algo=algo, swap=swap, seed=0, **overrides)
+    cfg.train.run_dir = str(tmp_path / f"{env}_{algo}_{swap}")
+    cfg.train.threads = 1
+    return cfg
+
+
+# ------------------------------------------------------------------------------------------ config
+def test_presets_name_the_variants():
+    assert preset("tiny").swap.mode == "off"
+    rspo = preset("tiny", swap=True)
+    assert (rspo.swap.mode, rspo.reward.train_on, rspo.swap.explorer_updates) == ("rspo", "outcome", 1)
+    control = preset("tiny", swap="control")
+    assert (control.swap.mode, control.swap.explorer_updates) == ("control", 0)
+    assert preset("tiny", swap="process").reward.train_on == "process"
+    assert preset("tiny", swap="mix").reward.train_on == "mix"
+    # defaults of DESIGN.md section 1
+    s = rspo.swap
+    assert (s.replay_filter, s.replay_ratio, s.offpolicy_weight, s.is_clip, s.sync_every) == (
+        "success",
+        0.25,
+        "truncated_is",
+        2.0,
+        1,
+    )
+
+
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (lambda: preset("tiny", algo="sac"), ["AlgoConfig.name", "'sac'", "gigpo"]),
+        (lambda: preset("tiny", swap="maybe"), ["'maybe'", "control"]),
+        (lambda: preset("nope"), ["'nope'", "tiny"]),
+        (
+            lambda: preset("tiny", swap__replay_filter="best"),
+            ["SwapConfig.replay_filter", "'best'", "success"],
+        ),
+        (lambda: preset("tiny").override("algo.lr", "-1").validate(), ["AlgoConfig.lr", "-1", "> 0"]),
+        (lambda: preset("tiny").override("algo.learning_rate", "1"), ["algo.learning_rate"]),
+    ],
+)
+def test_bad_values_raise_naming_field_value_and_allowed(make, words):
+    with pytest.raises(ValueError) as err:
+        make()
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_overrides_coerce_and_configs_round_trip():
+    cfg = preset("tiny").override("algo.lr", "3e-4").override("train.iterations", "7")
+    cfg.override("policy.warmstart", "false").override("env.max_steps", "none")
+    assert (cfg.algo.lr, cfg.train.iterations, cfg.policy.warmstart, cfg.env.max_steps) == (
+        3e-4,
+        7,
+        False,
+        None,
+    )
+    assert RunConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+
+
+# ------------------------------------------------------------------------------- end to end (lock)
+@pytest.mark.parametrize("swap", ["plain", "rspo", "control", "process", "mix"])
+@pytest.mark.parametrize("algo", ALGOS)
+def test_every_algorithm_and_variant_learns_on_the_lock(algo, swap, tmp_path):
+    cfg = _smoke("lock", algo, swap, tmp_path, swap__replay_filter="all")
+    seen = {name: 0 for name in EVENTS}
+
+    class Count:
+        def __getattr__(self, name):
+            if name not in seen:
+                raise AttributeError(name)
+            return lambda event: seen.__setitem__(name, seen[name] + 1)
+
+    trainer = Trainer(cfg, callbacks=[Count()])
+    actor0 = _params(trainer, "actor")
+    result = trainer.run()
+    m = result.metrics
+    assert list(m["iteration"]) == [0, 1, 2]
+    last = m.iloc[-1]
+    for key in (
+        "rollout/success",
+        "rollout/cumulative_env_steps",
+        "loss/policy",
+        "loss/approx_kl",
+        "adv/mean",
+        "eval/success",
+    ):
+        assert key in m and math.isfinite(last[key]), key
+    assert all(math.isfinite(v) for k, v in last.items() if k.startswith("loss/"))
+    assert _changed(actor0, _params(trainer, "actor")), "the actor's update left its parameters unchanged"
+    assert seen["on_update_end"] == 2 and seen["on_eval"] == 3 and seen["on_checkpoint"] == 2
+    if swap in ("rspo", "control"):
+        for key in (
+            "swap/rescued_groups",
+            "swap/replay_success_rate",
+            "swap/zero_var_groups_after",
+            "is/mean",
+        ):
+            assert key in m, key
+        assert seen["on_swap"] == 2 and seen["on_rollout_end"] == 4
+        # env steps count both policies' rollouts: RSPO must win at equal budget, not equal iterations
+        assert (
+            last["rollout/cumulative_env_steps"]
+            == m["rollout/env_steps"].sum() + m["explorer_rollout/env_steps"].sum()
+        )
+    if algo == "ppo":
+        assert math.isfinite(last["loss/value"])
+    assert (Path(cfg.train.run_dir) / "turns" / "iter_00002.parquet").exists()
+
+
+# ----------------------------------------------------------------------------- the real envs
+@pytest.mark.parametrize("swap", ["plain", "rspo"])
+@pytest.mark.parametrize("algo", ALGOS)
+@pytest.mark.parametrize("env", ["alfworld", "webshop"])
+def test_one_iteration_on_each_real_env(env, algo, swap, tmp_path):
+    cfg = _smoke(env, algo, swap, tmp_path)
+    cfg.train.iterations, cfg.train.eval_n = 1, 1
+    trainer = Trainer(cfg)
+    actor0, explorer0 = _params(trainer, "actor"), _params(trainer, "explorer")
+    m = trainer.run().metrics.iloc[-1]
+    assert all(math.isfinite(v) for k, v in m.items() if "loss/" in k), m
+    # parameters move exactly when the update had a learning signal (PPO's critic always gives one)
+    signal_actor = m["adv/abs_mean"] > 0
+    assert _changed(actor0, _params(trainer, "actor")) == bool(signal_actor)
+    if swap == "rspo":
+        assert "swap/explorer_success" in m and m["explorer_rollout/env_steps"] > 0
+        if trainer.pair.lora is False:
+            assert _changed(explorer0, _params(trainer, "explorer")) == bool(m["explorer/adv/abs_mean"] > 0)
+
+
+# --------------------------------------------------------------------------- the swap's promise
+def test_process_rewards_never_reach_the_actor_but_drive_the_explorer(tmp_path):
+    """Under RSPO with a misaligned process reward, the actor's gradient equals the outcome gradient."""
+    cfg = _smoke("lock", "gigpo", True, tmp_path, reward__misalign_eps=1.0, swap__replay_filter="all")
+    cfg.train.iterations = 1
+    captured = {}
+
+    class Capture:
+        def on_update_end(self, event):
+            captured["batch"] = event.data["batch"]
+
+    trainer = Trainer(cfg, callbacks=[Capture()])
+    trainer.run()
+    batch = captured["batch"]
+    assert any(batch.offpolicy), "the mixed group should hold replayed explorer trajectories"
+    actor = trainer._learner("actor")
+    # the same trajectories scored by outcome under a different (aligned) process reward
+    aligned = RewardModel.build("lock", process="subgoal", misalign_eps=0.0)
+    outcome_batch = UpdateBatch(batch.trajs, aligned.batch_rewards(batch.trajs, "outcome"), batch.offpolicy)
+    g_rspo = policy_gradient(actor, batch, cfg.algo, cfg.swap)
+    g_outcome = policy_gradient(actor, outcome_batch, cfg.algo, cfg.swap)
+    assert all((a is None and b is None) or torch.equal(a, b) for a, b in zip(g_rspo, g_outcome, strict=True))
+    assert any(g is not None and g.abs().sum() > 0 for g in g_rspo)
+    # the explorer's objective does see the process reward: misaligned vs aligned differ
+    explorer = trainer._learner("explorer")
+    trajs = batch.trajs
+    misaligned = trainer.rewards.batch_rewards(trajs, "process")
+    assert misaligned != aligned.batch_rewards(trajs, "process")
+    g_hack = policy_gradient(explorer, UpdateBatch(trajs, misaligned), cfg.algo)
+    g_good = policy_gradient(explorer, UpdateBatch(trajs, aligned.batch_rewards(trajs, "process")), cfg.algo)
+    assert any(not torch.allclose(a, b) for a, b in zip(g_hack, g_good, strict=True) if a is not None)
+
+
+# ---------------------------------------------------------------------------------- resume
+RUNNER = """
+import sys, json
+sys.path.insert(0, {tests!r})
+from lock_env import register_lock
+register_lock()
+from rspo_kit.train import preset, train
+cfg = preset("smoke", env="lock", algo="gigpo", swap=True, seed=3, swap__replay_filter="all")
+cfg.train.iterations, cfg.train.threads, cfg.train.run_dir = 5, 1, sys.argv[1]
+if len(sys.argv) > 2:
+    train(resume=sys.argv[1])
+else:
+    train(cfg)
+"""
+
+
+def _comparable(run_dir: Path) -> list[dict]:
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in r.items() if not k.startswith("perf/")} for r in rows]
+
+
+def test_resume_after_sigkill_reproduces_the_uninterrupted_run(tmp_path):
+    script = tmp_path / "run.py"
+    script.write_text(RUNNER.format(tests=str(Path(__file__).parent)))
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    full, killed = tmp_path / "full", tmp_path / "killed"
+    subprocess.run([sys.executable, str(script), str(full)], check=True, env=env, capture_output=True)
+
+    proc = subprocess.Popen([sys.executable, str(script), str(killed)], env=env, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not (killed / "ckpt-00002").is_dir() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert (killed / "ckpt-00002").is_dir(), "the run ended before it could be killed"
+    assert not (killed / "ckpt-00005").exists()
+    subprocess.run(
+        [sys.executable, str(script), str(killed), "resume"], check=True, env=env, capture_output=True
+    )
+    assert _comparable(killed) == _comparable(full)
+
+
+def test_non_finite_rewards_stop_the_run_and_name_the_last_checkpoint(tmp_path, monkeypatch):
+    cfg = _smoke("lock", "grpo", "plain", tmp_path)
+    cfg.train.iterations = 3
+    trainer = Trainer(cfg)
+    calls = {"n": 0}
+    original = trainer.rewards.batch_rewards
+
+    def poisoned(trajs, signal):
+        calls["n"] += 1
+        rewards = original(trajs, signal)
+        return [[math.nan] * len(r) for r in rewards] if calls["n"] >= 2 else rewards
+
+    monkeypatch.setattr(trainer, "rewards", type("R", (), {})())
+    trainer.rewards.batch_rewards = poisoned
+    trainer.rewards.outcome_return = original.__self__.outcome_return
+    trainer.rewards.process_steps = original.__self__.process_steps
+    with pytest.raises(RuntimeError, match="ckpt-00001"):
+        trainer.run()
