@@ -16,7 +16,7 @@ import torch
 from lock_env import register_lock
 
 from rspo_kit.rewards.signals import RewardModel
-from rspo_kit.train import EVENTS, RunConfig, Trainer, preset
+from rspo_kit.train import EVENTS, RunConfig, Trainer, preset, train
 from rspo_kit.train.update import UpdateBatch, policy_gradient
 
 register_lock()
@@ -254,3 +254,20 @@ def test_non_finite_rewards_stop_the_run_and_name_the_last_checkpoint(tmp_path, 
     trainer.rewards.process_steps = original.__self__.process_steps
     with pytest.raises(RuntimeError, match="ckpt-00001"):
         trainer.run()
+
+
+def test_a_learned_prm_drives_the_explorer(tmp_path):
+    """Fit a PRM on logged lock episodes, save it, and train RSPO with it as the process reward."""
+    from rspo_kit.rewards.learned import PRMConfig, fit_prm
+
+    from rspo_kit.envs.batch import BatchRunner
+
+    first = Trainer(_smoke("lock", "grpo", "plain", tmp_path))
+    with BatchRunner("lock", n_workers=0) as runner:
+        logged = first._rollout(runner, "actor", first.pool, 8, 1)
+    prm = fit_prm(logged, PRMConfig(epochs=50))
+    prm.save(tmp_path / "prm")
+    cfg = _smoke("lock", "grpo", True, tmp_path, reward__process="learned", reward__prm=str(tmp_path / "prm"))
+    cfg.train.iterations = 1
+    m = train(cfg).metrics.iloc[-1]
+    assert math.isfinite(m["explorer/loss/policy"]) and m["explorer/adv/abs_mean"] > 0

@@ -90,6 +90,7 @@ class RewardConfig:
     outcome_mode: Literal["success", "score"] = "success"
     invalid_penalty: float = 0.0  # per invalid step; verl-agent uses 0.1
     process: str = "subgoal"  # a registered process reward of the env ("subgoal", "heuristic", ...)
+    prm: str | None = None  # folder of a saved LearnedPRM: registered as process "learned" for the env
     misalign_eps: float = 0.0  # > 0 mixes in the env's hackable term: (1 - eps) * process + eps * hack
     mix_lambda: float = 0.5
 
@@ -98,6 +99,12 @@ class RewardConfig:
         _require(self, "invalid_penalty", self.invalid_penalty >= 0, ">= 0")
         _require(self, "misalign_eps", 0 <= self.misalign_eps <= 1, "in [0, 1]")
         _require(self, "mix_lambda", self.mix_lambda >= 0, ">= 0")
+        _require(
+            self,
+            "prm",
+            self.process != "learned" or self.prm is not None,
+            "a LearnedPRM folder when process='learned'",
+        )
 
 
 @dataclass

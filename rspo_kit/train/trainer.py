@@ -123,6 +123,10 @@ class Trainer:
                 a.value_lr,
             ),
         }
+        if cfg.reward.prm:  # a learned PRM from logged trajectories (python -m rspo_kit.rewards.learned)
+            from rspo_kit.rewards.learned import LearnedPRM, register_learned
+
+            register_learned(LearnedPRM.load(cfg.reward.prm), cfg.env.name)
         self.rewards = RewardModel.build(
             cfg.env.name,
             OutcomeConfig(cfg.reward.outcome_mode, cfg.reward.invalid_penalty),
