@@ -258,9 +258,8 @@ def test_non_finite_rewards_stop_the_run_and_name_the_last_checkpoint(tmp_path, 
 
 def test_a_learned_prm_drives_the_explorer(tmp_path):
     """Fit a PRM on logged lock episodes, save it, and train RSPO with it as the process reward."""
-    from rspo_kit.rewards.learned import PRMConfig, fit_prm
-
     from rspo_kit.envs.batch import BatchRunner
+    from rspo_kit.rewards.learned import PRMConfig, fit_prm
 
     first = Trainer(_smoke("lock", "grpo", "plain", tmp_path))
     with BatchRunner("lock", n_workers=0) as runner:
@@ -271,3 +270,11 @@ def test_a_learned_prm_drives_the_explorer(tmp_path):
     cfg.train.iterations = 1
     m = train(cfg).metrics.iloc[-1]
     assert math.isfinite(m["explorer/loss/policy"]) and m["explorer/adv/abs_mean"] > 0
+
+
+def test_an_env_step_budget_ends_the_run_with_an_evaluation(tmp_path):
+    cfg = _smoke("lock", "grpo", True, tmp_path, train__iterations=100, train__max_env_steps=40)
+    m = train(cfg).metrics
+    steps = m["rollout/cumulative_env_steps"]
+    assert steps.iloc[-1] >= 40 and steps.iloc[-2] < 40 and len(m) < 100
+    assert math.isfinite(m["eval/success"].iloc[-1])

@@ -175,6 +175,7 @@ class SwapConfig:
 @dataclass
 class TrainConfig:
     iterations: int = 10  # 0 = SFT warm start + evaluation only
+    max_env_steps: int | None = None  # stop once this many env steps (actor + explorer) are spent
     seed: int = 0
     eval_every: int = 5  # iterations; the last iteration is always evaluated
     eval_split: str = "eval"
@@ -187,6 +188,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         _require(self, "iterations", self.iterations >= 0, ">= 0")
+        _require(self, "max_env_steps", self.max_env_steps is None or self.max_env_steps > 0, "None or > 0")
         _require(self, "eval_every", self.eval_every >= 1, ">= 1")
         _require(self, "eval_n", self.eval_n >= 0, ">= 0")
         _require(self, "checkpoint_every", self.checkpoint_every >= 1, ">= 1")

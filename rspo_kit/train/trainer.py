@@ -318,7 +318,7 @@ class Trainer:
 
         if cfg.train.tables:
             self._write_table(k, mixed, actor_rewards, explorer)
-        if k % cfg.train.eval_every == 0 or k == cfg.train.iterations:
+        if k % cfg.train.eval_every == 0 or k == cfg.train.iterations or self.budget_spent:
             t0 = time.perf_counter()
             row |= self.evaluate()
             row["perf/eval_s"] = time.perf_counter() - t0
@@ -352,6 +352,15 @@ class Trainer:
             proc = self.rewards.batch_rewards(explorer, "process")
             frames.append(turn_table(explorer, k, proc, proc, None, [outcome(t) for t in explorer]))
         write_table(pd.concat(frames, ignore_index=True), self.run_dir / "turns" / f"iter_{k:05d}.parquet")
+
+    @property
+    def budget_spent(self) -> bool:
+        budget = self.cfg.train.max_env_steps
+        return budget is not None and self.env_steps >= budget
+
+    @property
+    def finished(self) -> bool:
+        return self.iteration >= self.cfg.train.iterations or self.budget_spent
 
     # ------------------------------------------------------------------------------ checkpoints
     def checkpoint(self) -> Path:
@@ -405,7 +414,7 @@ class Trainer:
             disable=not cfg.train.progress_bar,
         )
         with BatchRunner(cfg.env.name, n_workers=cfg.env.n_workers, env_kwargs=cfg.env.env_kwargs) as runner:
-            while self.iteration < cfg.train.iterations:
+            while not self.finished:
                 try:
                     row = self.step(runner)
                 except FloatingPointError as err:
@@ -418,7 +427,7 @@ class Trainer:
                 self.log.log(row)
                 bar.update(1)
                 bar.set_postfix(success=f"{row.get('rollout/success', math.nan):.2f}")
-                if self.iteration % cfg.train.checkpoint_every == 0 or self.iteration == cfg.train.iterations:
+                if self.iteration % cfg.train.checkpoint_every == 0 or self.finished:
                     self.checkpoint()
         bar.close()
         return RunResult(self.log.frame(), self.run_dir, cfg)
