@@ -15,7 +15,7 @@ TURN_COLUMNS = (
     "group_id",
     "task_id",
     "kind",
-    "traj",  # index of the trajectory within its table
+    "traj_id",  # index of the trajectory within its table (diagnose() reads group_id + traj_id)
     "step",
     "action",
     "valid",
@@ -50,7 +50,7 @@ def turn_table(
                     "group_id": t.group_id,
                     "task_id": t.task_id,
                     "kind": t.kind,
-                    "traj": i,
+                    "traj_id": i,
                     "step": j,
                     "action": s.action,
                     "valid": bool(s.valid),

@@ -42,7 +42,7 @@ from rspo_kit.swap import ReplayBuffer, mixed_groups, swap_metrics
 from rspo_kit.train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from rspo_kit.train.config import RunConfig, variant_of
 from rspo_kit.train.setup import initial_policy
-from rspo_kit.train.update import Learner, UpdateBatch, flatten, update
+from rspo_kit.train.update import Learner, UpdateBatch, batch_advantages, update
 
 EVENTS = ("on_rollout_end", "on_swap", "on_update_end", "on_eval", "on_checkpoint")
 
@@ -330,13 +330,11 @@ class Trainer:
         return row
 
     def _write_table(self, k: int, mixed, rewards, explorer) -> None:
-        from rspo_kit.train.update import ADVANTAGES
-
-        flat = flatten(UpdateBatch(mixed, rewards, [t.source == "replay" for t in mixed]))
-        values = torch.zeros(len(flat.steps)) if self.cfg.algo.name == "ppo" else None
-        adv = ADVANTAGES[self.cfg.algo.name](flat, self.cfg.algo, values).step.tolist() if flat.steps else []
-        if self.cfg.algo.name == "ppo":
-            adv = None  # PPO advantages depend on the critic's values at update time; not recomputed here
+        # PPO's advantages depend on the critic's values at update time: not recomputed for the table
+        adv = None
+        if self.cfg.algo.name != "ppo" and mixed:
+            batch = UpdateBatch(mixed, rewards, [t.source == "replay" for t in mixed])
+            adv = batch_advantages(batch, self.cfg.algo).step.tolist()
         outcome = self.rewards.outcome_return
         frames = [
             turn_table(

@@ -177,6 +177,17 @@ ADVANTAGES: dict[str, Callable[[Flat, AlgoConfig, torch.Tensor | None], Advantag
 }
 
 
+def batch_advantages(batch: UpdateBatch, cfg: AlgoConfig, values: torch.Tensor | None = None) -> Advantages:
+    """The advantages X assigns to each step of a batch (flat, in trajectory order); for viewers.
+
+    PPO needs the critic's values (S,); without them it uses 0, i.e. discounted returns-to-go.
+    """
+    flat = flatten(batch)
+    if cfg.name == "ppo" and values is None:
+        values = torch.zeros(len(flat.steps))
+    return ADVANTAGES[cfg.name](flat, cfg, values)
+
+
 def _chunks(n: int, size: int) -> list[range]:
     return [range(i, min(n, i + size)) for i in range(0, n, size)]
 
