@@ -253,3 +253,16 @@ def test_saved_policy_loads_with_its_mode_and_weights(tiny, tmp_path):
     ids = torch.tensor([tiny.tokenizer("go to fridge 1")["input_ids"]])
     with torch.no_grad():
         assert torch.allclose(again.model(input_ids=ids).logits, tiny.model(input_ids=ids).logits)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env", ["alfworld", "webshop"])
+def test_smollm2_zero_shot_on_20_eval_tasks(env):
+    """The real pretrained model, no training: choice mode on 20 eval tasks (number in the README)."""
+    from rspo_kit.policy.evaluate import evaluate
+
+    policy = Policy.load("smollm2-135m")
+    result = evaluate(policy, env, "eval", 20, greedy=True, n_workers=0, progress_bar=False)
+    assert result.tasks == 20 and 0.0 <= result.success <= 1.0
+    assert result.invalid_share == 0.0  # choice mode only ever picks admissible actions
+    assert result.mean_steps > 0
