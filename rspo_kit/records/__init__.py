@@ -1,10 +1,24 @@
-"""Records that notebooks and widgets read: metrics rows (JSONL), per-turn trajectory tables (parquet).
+"""Records that notebooks and widgets read: metrics rows (JSONL), per-turn trajectory tables (parquet),
+and the results a notebook records for batch runs (``RSPO_RESULTS`` lines, ``results.json``).
 
 Nothing here knows about the trainer's internals: a metrics row is a flat dict of namespaced
 numbers; a trajectory table is one row per turn with the rewards and advantages the update used.
 """
 
 from rspo_kit.records.metrics import MetricsLog, load_metrics
+from rspo_kit.records.notebook import NoResults, has_results, read_results, record, save_figure
 from rspo_kit.records.tables import TURN_COLUMNS, load_turns, turn_table, write_table
 
-__all__ = ["TURN_COLUMNS", "MetricsLog", "load_metrics", "load_turns", "turn_table", "write_table"]
+__all__ = [
+    "TURN_COLUMNS",
+    "MetricsLog",
+    "NoResults",
+    "has_results",
+    "load_metrics",
+    "load_turns",
+    "read_results",
+    "record",
+    "save_figure",
+    "turn_table",
+    "write_table",
+]

@@ -1,0 +1,507 @@
+"""Run one parameterised notebook over a grid of parameters with papermill: in parallel, resumable.
+
+    python -m rspo_kit.experiments.sweep notebooks/04_training.ipynb \\
+        --grid '{"ALGO": ["grpo", "gigpo"], "SWAP": [true, false], "SEED": [0, 1, 2]}' \\
+        --out runs/sweeps/algo_swap --workers 2 -p PRESET tiny -p ITERATIONS 10
+
+Every grid cell (one combination of values) is one papermill run of the notebook. Its output
+notebook is named by its values (``cell_name``) and is also the record of whether it finished: a
+cell whose output notebook carries a ``RSPO_RESULTS`` line (``rspo_kit.records.record``) is skipped
+when the sweep runs again, a failed or killed one is rerun from scratch. So an interrupted sweep
+resumes by running the same command again.
+
+The output folder holds:
+
+- ``sweep.json`` — the notebook, the grid keys, the fixed parameters and every cell's parameters;
+- ``<cell>.ipynb`` — each executed notebook;
+- ``<cell>/`` — each cell's run directory, passed as ``RUN_DIR`` if the notebook has that parameter;
+- ``results.csv``, ``summary.csv``, ``curves.html`` — written by ``aggregate``.
+
+Cells run in separate processes, at most one per CPU core. A notebook with a ``THREADS`` parameter
+gets cores // workers torch threads unless ``THREADS`` is given, so parallel cells do not fight
+over the cores. papermill (the ``notebook`` extra) is imported only when a sweep runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import itertools
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rspo_kit.records.notebook import NoResults, has_results, read_results
+
+KERNEL_NAME = "rspo-kit"  # registered from this virtualenv by ensure_kernel() / `make kernel`
+MANIFEST = "sweep.json"
+SEED_KEY = "SEED"  # the grid key whose values are replicates: summaries average over it
+CURVE_X = "curve_env_steps"  # recorded list: the x of every learning curve a notebook records
+
+
+# ------------------------------------------------------------------------------------------ grid
+def expand_grid(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
+    """Every combination of the grid's values, the last key varying fastest.
+
+    >>> expand_grid({"ALGO": ["grpo", "gigpo"], "SEED": [0, 1]})
+    [{'ALGO': 'grpo', 'SEED': 0}, {'ALGO': 'grpo', 'SEED': 1}, {'ALGO': 'gigpo', 'SEED': 0}, {'ALGO': 'gigpo', 'SEED': 1}]
+    """
+    for key, values in grid.items():
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
+            raise ValueError(f"grid[{key!r}] must be a non-empty list of values, got {values!r}")
+    keys = list(grid)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*grid.values())]
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value).lower()
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return re.sub(r"[^A-Za-z0-9._+-]+", "-", text).strip("-") or "-"
+
+
+def cell_name(params: Mapping[str, Any]) -> str:
+    """A file name for a grid cell: ``KEY=value`` pairs joined by ``__``, in grid order.
+
+    >>> cell_name({"ALGO": "gigpo", "SWAP": True, "SEED": 0})
+    'ALGO=gigpo__SWAP=true__SEED=0'
+    >>> cell_name({"SWAP": "control", "LR": 3e-4})
+    'SWAP=control__LR=0.0003'
+    """
+    return "__".join(f"{_fmt(k)}={_fmt(v)}" for k, v in params.items())
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One grid cell: its name, its grid values, where its notebook and run directory go."""
+
+    name: str
+    params: dict[str, Any]
+    notebook: Path
+    run_dir: Path
+
+
+def plan(grid: Mapping[str, Sequence[Any]], out_dir: str | os.PathLike) -> list[Cell]:
+    """The cells of a grid under ``out_dir``; names must be distinct."""
+    out = Path(out_dir)
+    cells = [
+        Cell(cell_name(p), p, out / f"{cell_name(p)}.ipynb", out / cell_name(p)) for p in expand_grid(grid)
+    ]
+    names = [c.name for c in cells]
+    if len(set(names)) != len(names):
+        raise ValueError(f"grid values collide after making file names: {sorted(names)}")
+    return cells
+
+
+# ---------------------------------------------------------------------------------------- kernel
+def ensure_kernel(name: str = KERNEL_NAME) -> str:
+    """A Jupyter kernel ``name`` that runs this Python; registered (``--sys-prefix``) if missing.
+
+    papermill is given this name explicitly, so a kernel "python3" of some other environment on the
+    machine is never picked by accident.
+    """
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        spec = KernelSpecManager().get_kernel_spec(name)
+        # not resolved: a venv's python is a symlink to the base interpreter that other venvs share
+        if spec.argv and os.path.abspath(spec.argv[0]) == os.path.abspath(sys.executable):
+            return name
+    except NoSuchKernel:
+        pass
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ipykernel",
+            "install",
+            "--sys-prefix",
+            "--name",
+            name,
+            "--display-name",
+            "Python (rspo_kit)",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return name
+
+
+# ------------------------------------------------------------------------------------------- run
+@dataclass
+class CellOutcome:
+    name: str
+    status: str  # "finished" (ran now), "skipped" (finished before), "failed"
+    seconds: float = 0.0
+    error: str | None = None
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _run_cell(
+    notebook: str,
+    output: str,
+    parameters: dict,
+    kernel_name: str,
+    threads: int | None,
+    timeout_s: float | None,
+) -> tuple[float, str | None]:
+    """Execute one cell in this (worker) process; returns (seconds, error or None)."""
+    import papermill as pm
+
+    if threads:  # inherited by the kernel: BLAS/OpenMP pools of numpy and torch stay this small
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ[var] = str(threads)
+    start = time.perf_counter()
+    try:
+        pm.execute_notebook(
+            notebook,
+            output,
+            parameters=parameters,
+            kernel_name=kernel_name,
+            progress_bar=False,
+            execution_timeout=timeout_s,
+        )
+    except pm.PapermillExecutionError as err:  # a failing cell is reported, the others go on
+        return time.perf_counter() - start, f"{err.ename}: {err.evalue} (cell {err.exec_count}; see {output})"
+    except Exception as err:  # the kernel died, a timeout, a missing kernel
+        lines = str(err).strip().splitlines()
+        return time.perf_counter() - start, f"{type(err).__name__}: {lines[-1] if lines else ''}"
+    try:
+        read_results(output)
+    except NoResults as err:
+        return time.perf_counter() - start, f"finished without recording results: {err}"
+    return time.perf_counter() - start, None
+
+
+def _notebook_parameters(notebook: Path) -> set[str]:
+    import papermill as pm
+
+    return set(pm.inspect_notebook(str(notebook)))
+
+
+def _write_manifest(out: Path, notebook: Path, grid: Mapping, parameters: Mapping, cells: list[Cell]) -> None:
+    """Create or extend ``sweep.json``: cells of earlier invocations with other grids are kept."""
+    path = out / MANIFEST
+    manifest = json.loads(path.read_text()) if path.exists() else {"cells": {}}
+    keys = list(dict.fromkeys([*manifest.get("keys", []), *grid]))
+    manifest.update(notebook=str(notebook), keys=keys, parameters=dict(parameters))
+    manifest["cells"].update({c.name: c.params for c in cells})
+    tmp = out / f".{MANIFEST}.tmp"
+    tmp.write_text(json.dumps(manifest, indent=1, default=str) + "\n")
+    tmp.replace(path)
+
+
+def run_sweep(
+    notebook: str | os.PathLike,
+    grid: Mapping[str, Sequence[Any]],
+    out_dir: str | os.PathLike,
+    *,
+    parameters: Mapping[str, Any] | None = None,
+    workers: int = 1,
+    kernel_name: str | None = None,
+    timeout_s: float | None = None,
+    log: Callable[[str], None] | None = print,
+) -> list[CellOutcome]:
+    """Run ``notebook`` once per grid cell into ``out_dir`` (see the module docstring).
+
+    ``parameters`` are passed to every cell (grid values win over them). ``timeout_s`` bounds each
+    notebook cell's execution. Returns one outcome per grid cell, in grid order.
+    """
+    notebook, out = Path(notebook), Path(out_dir)
+    if not notebook.is_file():
+        raise FileNotFoundError(f"no notebook at {notebook}")
+    out.mkdir(parents=True, exist_ok=True)
+    cells = plan(grid, out)
+    fixed = dict(parameters or {})
+    _write_manifest(out, notebook, grid, fixed, cells)
+    say = log or (lambda _msg: None)
+
+    outcomes = {c.name: CellOutcome(c.name, "skipped") for c in cells if has_results(c.notebook)}
+    todo = [c for c in cells if c.name not in outcomes]
+    say(f"sweep {out}: {len(cells)} cells, {len(outcomes)} finished before, {len(todo)} to run")
+    if todo:
+        kernel = kernel_name or ensure_kernel()
+        known = _notebook_parameters(notebook)
+        n_workers = max(1, min(workers, usable_cores(), len(todo)))
+        threads = fixed.get("THREADS") or max(1, usable_cores() // n_workers)
+        # spawn: the caller may be a kernel with torch's thread pools running, which fork would copy
+        with ProcessPoolExecutor(n_workers, mp_context=get_context("spawn")) as pool:
+            futures = {}
+            for c in todo:
+                shutil.rmtree(c.run_dir, ignore_errors=True)  # a failed or killed run's leftovers
+                c.notebook.unlink(missing_ok=True)
+                params = {**fixed, **c.params}
+                if "RUN_DIR" in known:
+                    params["RUN_DIR"] = str(c.run_dir)
+                if "THREADS" in known:
+                    params.setdefault("THREADS", threads)
+                job = pool.submit(
+                    _run_cell, str(notebook), str(c.notebook), params, kernel, threads, timeout_s
+                )
+                futures[job] = c
+            for job in as_completed(futures):
+                c = futures[job]
+                seconds, error = job.result()
+                outcomes[c.name] = CellOutcome(c.name, "failed" if error else "finished", seconds, error)
+                say(f"  {c.name}: {'FAILED ' + error if error else 'finished'} ({seconds:.0f} s)")
+    return [outcomes[c.name] for c in cells]
+
+
+# ------------------------------------------------------------------------------------- aggregate
+# two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (above 30: the normal 1.96
+# plus the first-order correction 2.4/df, within 0.002 of the exact value)
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+         2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+         2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
+
+
+def t_quantile_975(df: int) -> float:
+    """The 97.5% quantile of Student's t with ``df`` degrees of freedom (for 95% intervals)."""
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be >= 1, got {df}")
+    return _T975[df - 1] if df <= len(_T975) else 1.96 + 2.4 / df
+
+
+def mean_ci(values: Sequence[float]) -> tuple[float, float, float]:
+    """Mean and 95% t-interval of independent replicates (NaN bounds for a single value).
+
+    >>> [round(v, 3) for v in mean_ci([0.2, 0.4, 0.6])]
+    [0.4, -0.097, 0.897]
+    """
+    x = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+    if len(x) == 0:
+        return (math.nan, math.nan, math.nan)
+    mean = float(x.mean())
+    if len(x) == 1:
+        return (mean, math.nan, math.nan)
+    half = t_quantile_975(len(x) - 1) * float(x.std(ddof=1)) / math.sqrt(len(x))
+    return (mean, mean - half, mean + half)
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (int, float, str)) or value is None
+
+
+def load_sweep(out_dir: str | os.PathLike) -> tuple[dict, list[dict]]:
+    """The manifest and, per cell with results, ``{"cell", grid values..., results...}`` (all values)."""
+    out = Path(out_dir)
+    path = out / MANIFEST
+    if not path.exists():
+        raise FileNotFoundError(f"no {MANIFEST} in {out}: not a sweep folder")
+    manifest = json.loads(path.read_text())
+    rows = []
+    for name, params in sorted(manifest["cells"].items()):
+        try:
+            results = read_results(out / f"{name}.ipynb")
+        except NoResults:
+            continue
+        rows.append({"cell": name, **params, **results})
+    return manifest, rows
+
+
+def aggregate(out_dir: str | os.PathLike, *, curve: str = "curve_success") -> pd.DataFrame:
+    """One row per finished cell: its grid values and every scalar it recorded.
+
+    Writes ``results.csv`` (this table), ``summary.csv`` (``summarize`` over seeds) and, when the
+    cells recorded ``curve_env_steps`` and ``curve`` lists, ``curves.html`` (``curve_figure``).
+    Unfinished cells are left out; ``table.attrs`` says how many cells the sweep has in all.
+    """
+    out = Path(out_dir)
+    manifest, rows = load_sweep(out)
+    table = pd.DataFrame([{k: v for k, v in r.items() if _scalar(v)} for r in rows])
+    table.attrs.update(cells=len(manifest["cells"]), finished=len(rows), keys=manifest["keys"])
+    table.to_csv(out / "results.csv", index=False)
+    by = [k for k in manifest["keys"] if k != SEED_KEY and k in table]
+    summary = summarize(table, by) if len(table) else pd.DataFrame()
+    summary.to_csv(out / "summary.csv", index=False)
+    if any(CURVE_X in r and curve in r for r in rows):
+        spec = curve_figure(rows, by, curve)
+        write_figure_html(spec, out / "curves.html", summary, title=f"{out.name}: {curve} vs env steps")
+    return table
+
+
+def summarize(table: pd.DataFrame, by: Sequence[str], metrics: Sequence[str] | None = None) -> pd.DataFrame:
+    """Mean and 95% CI over replicates (usually seeds) per group: one row per group and metric.
+
+    ``metrics``: numeric result columns (default: every numeric column that is not a grid key).
+    """
+    by = list(by)
+    if metrics is None:
+        skip = {*by, SEED_KEY, "cell"}
+        metrics = [c for c in table.columns if c not in skip and pd.api.types.is_numeric_dtype(table[c])]
+        metrics = [m for m in metrics if not pd.api.types.is_bool_dtype(table[m])]
+    groups = table.groupby(by, sort=False, dropna=False) if by else [((), table)]
+    rows = []
+    for key, part in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        for metric in metrics:
+            mean, low, high = mean_ci(part[metric].astype(float).tolist())
+            values = part[metric].dropna()
+            stats = {"metric": metric, "n": len(values), "mean": mean, "ci_low": low, "ci_high": high}
+            rows.append(dict(zip(by, key, strict=True)) | stats)
+    return pd.DataFrame(rows)
+
+
+_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+
+
+def _trace(x: list, y: list, name: str, group: str, line: dict, **extra: Any) -> dict:
+    trace = {"type": "scatter", "mode": "lines", "x": x, "y": y, "name": name, "legendgroup": group}
+    return trace | {"line": line, **extra}
+
+
+def curve_figure(rows: Sequence[Mapping[str, Any]], by: Sequence[str], curve: str = "curve_success") -> dict:
+    """A plotly figure spec (plain dict): each cell's curve against env steps, one colour per group.
+
+    Thin lines are single cells (seeds); the thick line of a group is the mean of its cells'
+    curves interpolated onto a shared grid of env steps (up to the shortest run of the group).
+    Plain data, so the library needs no plotly: ``plotly.graph_objects.Figure(spec)`` shows it.
+    """
+    groups: dict[tuple, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        if CURVE_X in r and curve in r:
+            groups.setdefault(tuple(r.get(k) for k in by), []).append(r)
+    data = []
+    for i, (key, members) in enumerate(groups.items()):
+        label = ", ".join(f"{k}={_fmt(v)}" for k, v in zip(by, key, strict=True)) or "all"
+        color = _COLORS[i % len(_COLORS)]
+        curves = []
+        for r in members:
+            points = [(x, y) for x, y in zip(r[CURVE_X], r[curve], strict=True) if y is not None]
+            xs, ys = [x for x, _ in points], [y for _, y in points]
+            curves.append((np.asarray(xs, float), np.asarray(ys, float)))
+            line = {"color": color, "width": 1}
+            data.append(
+                _trace(xs, ys, r["cell"], label, line, showlegend=False, opacity=0.5, mode="lines+markers")
+            )
+        curves = [(x, y) for x, y in curves if len(x)]
+        if curves:
+            top = min(x.max() for x, _ in curves)
+            grid = np.linspace(0.0, top, 20) if top > 0 else np.zeros(1)
+            mean = np.mean([np.interp(grid, x, y) for x, y in curves], axis=0)
+            name = f"{label} (mean of {len(curves)})"
+            data.append(_trace(grid.tolist(), mean.tolist(), name, label, {"color": color, "width": 3}))
+    layout = {
+        "xaxis": {"title": {"text": "environment steps (actor + explorer)"}},
+        "yaxis": {"title": {"text": curve.removeprefix("curve_")}},
+        "legend": {"title": {"text": ", ".join(by)}},
+    }
+    return {"data": data, "layout": layout}
+
+
+def _plotly_js(folder: Path) -> str:
+    """A script src for plotly.js: a copy next to the page from the installed plotly, else the CDN."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("plotly")  # locates the package without importing it
+    if spec and spec.submodule_search_locations:
+        bundled = Path(next(iter(spec.submodule_search_locations))) / "package_data" / "plotly.min.js"
+        if bundled.is_file():
+            if not (folder / "plotly.min.js").is_file():
+                shutil.copyfile(bundled, folder / "plotly.min.js")
+            return "plotly.min.js"
+    return "https://cdn.plot.ly/plotly-2.35.2.min.js"
+
+
+def write_figure_html(spec: Mapping, path: Path, table: pd.DataFrame | None = None, title: str = "") -> Path:
+    """A standalone page: the figure (needs JavaScript; plotly.js offline when plotly is installed)
+    and, readable without JavaScript, ``table`` as plain HTML."""
+    path = Path(path)
+    src = _plotly_js(path.parent)
+    page = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>{title}</title><script src='{src}'></script></head><body>",
+        f"<h3>{title}</h3><div id='fig' style='height:520px'></div>",
+        "<noscript>The figure needs JavaScript; the table below does not.</noscript>",
+        f"<script>Plotly.newPlot('fig', {json.dumps(spec.get('data', []))}, {json.dumps(spec.get('layout', {}))});</script>",
+    ]
+    if table is not None and len(table):
+        page.append(table.to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep="-"))
+    page.append("</body></html>")
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text("\n".join(page))
+    tmp.replace(path)
+    return path
+
+
+# ------------------------------------------------------------------------------------------- CLI
+def _value(text: str) -> Any:
+    """A -p value: JSON or a Python literal if it parses as one, else the string itself."""
+    for parse in (json.loads, ast.literal_eval):
+        try:
+            return parse(text)
+        except (ValueError, SyntaxError):
+            pass
+    return text
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m rspo_kit.experiments.sweep",
+        description="Run a parameterised notebook over a grid with papermill (resumable), then aggregate.",
+    )
+    ap.add_argument("notebook", help="the notebook to run, e.g. notebooks/04_training.ipynb")
+    ap.add_argument("--grid", required=True, help="JSON object of lists, e.g. '{\"SEED\": [0, 1, 2]}'")
+    ap.add_argument("--out", required=True, help="output folder (rerun the same command to resume)")
+    ap.add_argument("--workers", type=int, default=1, help="parallel cells (capped at the CPU cores)")
+    ap.add_argument(
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("KEY", "VALUE"),
+        help="a parameter for every cell (value parsed as JSON if it is JSON)",
+    )
+    ap.add_argument(
+        "--kernel", default=None, help=f"Jupyter kernel (default: {KERNEL_NAME}, registered if missing)"
+    )
+    ap.add_argument("--timeout", type=float, default=None, help="seconds one notebook cell may run")
+    args = ap.parse_args(argv)
+    grid = json.loads(args.grid)
+    if not isinstance(grid, dict):
+        ap.error("--grid must be a JSON object of lists")
+    outcomes = run_sweep(
+        args.notebook,
+        grid,
+        args.out,
+        parameters={k: _value(v) for k, v in args.parameter},
+        workers=args.workers,
+        kernel_name=args.kernel,
+        timeout_s=args.timeout,
+    )
+    table = aggregate(args.out)
+    failed = [o for o in outcomes if o.status == "failed"]
+    print(f"\n{table.attrs['finished']} of {table.attrs['cells']} cells finished; {len(failed)} failed")
+    summary = pd.read_csv(Path(args.out) / "summary.csv") if len(table) else pd.DataFrame()
+    if len(summary):
+        with pd.option_context("display.width", 160, "display.max_columns", 20):
+            print(summary.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    for name in ("results.csv", "summary.csv", "curves.html"):
+        if (Path(args.out) / name).exists():
+            print(f"wrote {Path(args.out) / name}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""The notebook record shim and the papermill sweep, on a notebook written here (seconds per cell)."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+
+import rspo_kit.experiments.sweep as sweep_module
+import rspo_kit.records.notebook as notebook_module
+from rspo_kit.experiments import aggregate, cell_name, expand_grid, mean_ci, plan, run_sweep, summarize
+from rspo_kit.records import NoResults, read_results, record
+
+pytestmark = pytest.mark.timeout(300)
+
+PARAMETERS = """\
+ALGO = "grpo"
+SWAP = False
+SEED = 0
+RUN_DIR = ""
+THREADS = None
+LOG = ""        # every execution appends its cell to this file
+FAIL_IF = ""    # the notebook fails while this file exists
+"""
+
+BODY = """\
+import os
+from pathlib import Path
+from rspo_kit.records import record
+name = f"{ALGO}/{SWAP}/{SEED}"
+with open(LOG, "a") as f:
+    f.write(name + "\\n")
+if FAIL_IF and Path(FAIL_IF).exists():
+    raise RuntimeError("asked to fail")
+success = {"grpo": 0.2, "gigpo": 0.4}[ALGO] + 0.1 * SWAP + 0.01 * SEED
+record({"final_success": success, "threads": THREADS, "omp": os.environ.get("OMP_NUM_THREADS"),
+        "curve_env_steps": [0, 50, 100], "curve_success": [0.0, success / 2, success]},
+       RUN_DIR or None)
+"""
+
+
+def _write_notebook(path: Path) -> Path:
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell(PARAMETERS)
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(BODY)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.fixture()
+def tiny_notebook(tmp_path: Path) -> Path:
+    return _write_notebook(tmp_path / "tiny.ipynb")
+
+
+def _log_lines(path: Path) -> list[str]:
+    return path.read_text().split() if path.exists() else []
+
+
+# ------------------------------------------------------------------------------------ the record shim
+def test_library_docstring_examples():
+    for module in (notebook_module, sweep_module):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.attempted > 0 and result.failed == 0
+
+
+def test_record_prints_one_tagged_line_and_writes_results_json(tmp_path, capsys):
+    import numpy as np
+
+    out = record({"success": np.float32(0.5), "n": np.int64(3), "bad": math.inf, "path": tmp_path}, tmp_path)
+    line = capsys.readouterr().out
+    assert line.count("\n") == 1 and line.startswith("RSPO_RESULTS {")
+    assert out == {"bad": None, "n": 3, "path": str(tmp_path), "success": 0.5}
+    assert json.loads((tmp_path / "results.json").read_text()) == out
+    assert not list(tmp_path.glob(".*tmp"))  # the temp file was renamed
+    with pytest.raises(TypeError, match="JSON-like"):
+        record({"x": object()})
+
+
+def test_read_results_takes_the_last_tagged_line(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    first = nbformat.v4.new_code_cell("")
+    first.outputs = [nbformat.v4.new_output("stream", name="stdout", text='RSPO_RESULTS {"a": 1}\n')]
+    last = nbformat.v4.new_code_cell("")
+    # Jupyter may split one print over several stream outputs
+    last.outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="noise\nRSPO_RES"),
+        nbformat.v4.new_output("stream", name="stdout", text='ULTS {"a": 2}\n'),
+        nbformat.v4.new_output("stream", name="stderr", text='RSPO_RESULTS {"a": 3}\n'),  # not stdout
+    ]
+    nb.cells = [first, last]
+    nbformat.write(nb, tmp_path / "done.ipynb")
+    assert read_results(tmp_path / "done.ipynb") == {"a": 2}
+    nb.cells = [nbformat.v4.new_code_cell("print(1)")]
+    nbformat.write(nb, tmp_path / "empty.ipynb")
+    (tmp_path / "truncated.ipynb").write_text('{"cells": [')
+    for name in ("empty", "truncated", "missing"):
+        with pytest.raises(NoResults):
+            read_results(tmp_path / f"{name}.ipynb")
+
+
+# ----------------------------------------------------------------------------------------- the grid
+def test_grid_expansion_and_names(tmp_path):
+    cells = expand_grid({"ALGO": ["grpo", "gigpo"], "SWAP": [True, False, "control"], "SEED": [0, 1]})
+    assert len(cells) == 12 and cells[0] == {"ALGO": "grpo", "SWAP": True, "SEED": 0}
+    assert cells[-1] == {"ALGO": "gigpo", "SWAP": "control", "SEED": 1}
+    names = [cell_name(c) for c in cells]
+    assert len(set(names)) == 12 and "ALGO=gigpo__SWAP=false__SEED=1" in names
+    assert cell_name({"P": "a b/c", "Q": None, "R": [1, 2]}) == "P=a-b-c__Q=none__R=1-2"
+    assert plan({"SEED": [0]}, tmp_path)[0].notebook == tmp_path / "SEED=0.ipynb"
+    with pytest.raises(ValueError, match="collide"):
+        plan({"P": ["a b", "a/b"]}, tmp_path)
+    for bad in ({"SEED": 0}, {"SEED": []}, {"ALGO": "grpo"}):
+        with pytest.raises(ValueError, match="non-empty list"):
+            expand_grid(bad)
+
+
+def test_mean_ci_and_summary():
+    mean, _, high = mean_ci([0.2, 0.4, 0.6])
+    assert mean == pytest.approx(0.4) and high - mean == pytest.approx(4.303 * 0.2 / 3**0.5)
+    assert math.isnan(mean_ci([0.3])[1]) and math.isnan(mean_ci([])[0])
+    table = pd.DataFrame({"ALGO": ["a", "a", "b"], "SEED": [0, 1, 0], "x": [1.0, 3.0, 5.0], "ok": [True] * 3})
+    summary = summarize(table, ["ALGO"])
+    assert summary["metric"].tolist() == ["x", "x"]  # booleans and the seed are not metrics
+    a = summary.set_index("ALGO").loc["a"]
+    assert (a["n"], a["mean"]) == (2, 2.0) and a["ci_low"] < 2.0 < a["ci_high"]
+
+
+# ------------------------------------------------------------------------------------- the sweep
+def test_sweep_runs_resumes_and_aggregates(tiny_notebook, tmp_path):
+    out, log, fail = tmp_path / "sweep", tmp_path / "runs.log", tmp_path / "fail"
+    grid = {"ALGO": ["grpo", "gigpo"], "SEED": [0, 1]}
+    fixed = {"LOG": str(log), "FAIL_IF": str(fail)}
+
+    # first the grpo half of the grid finishes
+    first = run_sweep(tiny_notebook, {"ALGO": ["grpo"], "SEED": [0, 1]}, out, parameters=fixed, workers=2)
+    assert [o.status for o in first] == ["finished", "finished"]
+    # the whole grid: grpo cells are skipped, the gigpo cells fail
+    fail.touch()
+    statuses = {o.name: o.status for o in run_sweep(tiny_notebook, grid, out, parameters=fixed, log=None)}
+    assert statuses == {
+        "ALGO=grpo__SEED=0": "skipped",
+        "ALGO=grpo__SEED=1": "skipped",
+        "ALGO=gigpo__SEED=0": "failed",
+        "ALGO=gigpo__SEED=1": "failed",
+    }
+    assert aggregate(out).attrs["finished"] == 2
+    # a killed cell leaves an output notebook without results: it counts as unfinished
+    (out / "ALGO=gigpo__SEED=1.ipynb").write_text(tiny_notebook.read_text())
+
+    fail.unlink()
+    before = _log_lines(log)
+    outcomes = run_sweep(tiny_notebook, grid, out, parameters=fixed, workers=2, log=None)
+    assert [o.status for o in outcomes] == ["skipped", "skipped", "finished", "finished"]
+    assert sorted(_log_lines(log)[len(before) :]) == ["gigpo/False/0", "gigpo/False/1"]  # only those reran
+
+    # each cell got its own run dir and its threads: 2 usable cores (or fewer) shared by 2 workers
+    results = read_results(out / "ALGO=gigpo__SEED=0.ipynb")
+    assert results["threads"] == int(results["omp"]) >= 1
+    assert json.loads((out / "ALGO=gigpo__SEED=0" / "results.json").read_text()) == results
+
+    table = aggregate(out)
+    assert table.attrs["finished"] == table.attrs["cells"] == 4
+    assert set(table.columns) >= {"cell", "ALGO", "SEED", "final_success"}
+    assert "curve_success" not in table  # lists stay out of the table
+    by_cell = table.set_index("cell")["final_success"]
+    assert by_cell["ALGO=gigpo__SEED=1"] == pytest.approx(0.41)
+    assert by_cell["ALGO=grpo__SEED=0"] == pytest.approx(0.2)
+    summary = pd.read_csv(out / "summary.csv")
+    row = summary[(summary.ALGO == "gigpo") & (summary.metric == "final_success")].iloc[0]
+    assert (row["n"], row["mean"]) == (2, pytest.approx(0.405))
+    page = (out / "curves.html").read_text()
+    assert "Plotly.newPlot" in page and "ALGO=gigpo (mean of 2)" in page and "<table" in page
+    assert (out / "plotly.min.js").is_file()  # offline plotly.js next to the page
+    assert pd.read_csv(out / "results.csv").shape[0] == 4
+
+
+def test_cli_passes_typed_parameters_and_exits_nonzero_on_failure(tiny_notebook, tmp_path):
+    out, log = tmp_path / "cli", tmp_path / "cli.log"
+    cmd = [sys.executable, "-m", "rspo_kit.experiments.sweep", str(tiny_notebook)]
+    cmd += ["--grid", '{"SWAP": [true, false]}', "--out", str(out), "-p", "LOG", str(log), "-p", "SEED", "2"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "2 of 2 cells finished; 0 failed" in done.stdout and "wrote" in done.stdout
+    assert sorted(_log_lines(log)) == ["grpo/False/2", "grpo/True/2"]  # SWAP is a bool, SEED an int
+    assert read_results(out / "SWAP=true.ipynb")["final_success"] == pytest.approx(0.32)
+
+    (tmp_path / "fail").touch()
+    cmd[cmd.index(str(out))] = str(tmp_path / "cli_failing")
+    done = subprocess.run([*cmd, "-p", "FAIL_IF", str(tmp_path / "fail")], capture_output=True, text=True)
+    assert done.returncode == 1 and "FAILED RuntimeError: asked to fail" in done.stdout
