@@ -216,11 +216,13 @@ def test_trajectory_filters_remove_trajectories(run):
     viewer = TrajectoryViewer(
         trajs, advantages=batch_advantages(batch, run["cfg"].algo), process=run["trainer"].rewards
     )
-    group = next(
+    mixed = [
         g
         for g in dict.fromkeys(t.group_id for t in trajs)
         if len({t.won for t in trajs if t.group_id == g}) == 2
-    )
+    ]
+    assert mixed, "the smoke run no longer has a group with both outcomes; pick another seed"
+    group = mixed[0]
     viewer.group.value = group
 
     def shown():
