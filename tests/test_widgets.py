@@ -13,9 +13,16 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
-import rspo_widgets
 import torch
 from lock_env import register_lock
+
+import rspo_widgets
+from rspo_kit.records import load_turns
+from rspo_kit.rewards import diagnose
+from rspo_kit.rewards.signals import RewardModel
+from rspo_kit.train import Trainer, preset
+from rspo_kit.train.trainer import Event
+from rspo_kit.train.update import UpdateBatch, batch_advantages
 from rspo_widgets import (
     AdvantageHeatmap,
     EnvPlayground,
@@ -29,13 +36,6 @@ from rspo_widgets import (
     rescore,
     to_html,
 )
-
-from rspo_kit.records import load_turns
-from rspo_kit.rewards import diagnose
-from rspo_kit.rewards.signals import RewardModel
-from rspo_kit.train import Trainer, preset
-from rspo_kit.train.trainer import Event
-from rspo_kit.train.update import UpdateBatch, batch_advantages
 
 torch.set_num_threads(1)
 register_lock()

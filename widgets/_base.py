@@ -12,6 +12,7 @@ import html
 
 import ipywidgets as W
 import plotly.graph_objects as go
+
 from rspo_widgets._guard import error_area
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
+
 from rspo_widgets._data import DASHBOARD_PANELS, SwapTables, hacked_trajectories, metric_series
 
 WON, FAILED, HACKED = "#2ca02c", "#8c8c8c", "#d62728"

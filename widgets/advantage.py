@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 import ipywidgets as W
+
+from rspo_kit.train.update import UpdateBatch
 from rspo_widgets._base import WidgetBase
 from rspo_widgets._data import advantage_frame
 from rspo_widgets._figures import advantage_heatmap
 from rspo_widgets._guard import guarded
-
-from rspo_kit.train.update import UpdateBatch
 
 ALL = "all"
 

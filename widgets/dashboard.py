@@ -12,12 +12,12 @@ from typing import Any
 
 import ipywidgets as W
 import pandas as pd
+
+from rspo_kit.records import load_metrics
 from rspo_widgets._base import WidgetBase
 from rspo_widgets._data import DASHBOARD_PANELS, ENV_STEPS, X_AXES, merge_metrics
 from rspo_widgets._figures import dashboard_figure
 from rspo_widgets._guard import guarded
-
-from rspo_kit.records import load_metrics
 
 
 class TrainingDashboard(WidgetBase):

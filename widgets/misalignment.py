@@ -13,13 +13,13 @@ from typing import Any
 
 import ipywidgets as W
 import pandas as pd
+
+from rspo_kit.rewards import diagnose
+from rspo_kit.rewards.process import ProcessReward
 from rspo_widgets._base import WidgetBase
 from rspo_widgets._data import episodes_of, hacked_trajectories, rescore
 from rspo_widgets._figures import disagreement_figure, misalignment_scatter, reward_timeline_figure
 from rspo_widgets._guard import guarded
-
-from rspo_kit.rewards import diagnose
-from rspo_kit.rewards.process import ProcessReward
 
 ALL = "all"
 

@@ -8,14 +8,14 @@ from typing import Any
 
 import ipywidgets as W
 import pandas as pd
-from rspo_widgets._base import WidgetBase
-from rspo_widgets._data import playground_row
-from rspo_widgets._figures import timeline_figure
-from rspo_widgets._guard import guarded
 
 from rspo_kit.envs import list_tasks, make_env
 from rspo_kit.rewards import process_reward
 from rspo_kit.rewards.process import ProcessReward
+from rspo_widgets._base import WidgetBase
+from rspo_widgets._data import playground_row
+from rspo_widgets._figures import timeline_figure
+from rspo_widgets._guard import guarded
 
 
 class EnvPlayground(WidgetBase):

@@ -13,12 +13,12 @@ import html
 from typing import Any
 
 import ipywidgets as W
+
+from rspo_kit.rewards.signals import RewardModel
 from rspo_widgets._base import WidgetBase
 from rspo_widgets._data import swap_tables
 from rspo_widgets._figures import advantage_heatmap, swap_figure
 from rspo_widgets._guard import guarded
-
-from rspo_kit.rewards.signals import RewardModel
 
 EXPLANATION = (
     "<p style='max-width:60em'>RSPO per task: ① the actor A samples its group; ② the explorer B, trained "

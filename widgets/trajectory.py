@@ -9,6 +9,7 @@ from typing import Any
 
 import ipywidgets as W
 import pandas as pd
+
 from rspo_widgets._base import WidgetBase
 from rspo_widgets._data import OUTCOME_FILTERS, SOURCES, Scorer, filter_steps, step_frame, token_probs
 from rspo_widgets._figures import trajectory_figure, trajectory_label

@@ -38,8 +38,13 @@ def turn_table(
     rewards: Sequence[Sequence[float]] | None = None,
     advantages: Sequence[float] | None = None,
     outcomes: Sequence[float] | None = None,
+    first_id: int = 0,
 ) -> pd.DataFrame:
-    """One row per turn. ``advantages`` is flat over the steps of ``trajs`` (in order), if known."""
+    """One row per turn. ``advantages`` is flat over the steps of ``trajs`` (in order), if known.
+
+    Trajectory ids run from ``first_id``: tables concatenated for one iteration pass distinct ranges,
+    so ``(group_id, traj_id)`` names one trajectory.
+    """
     rows, k = [], 0
     for i, t in enumerate(trajs):
         for j, s in enumerate(t.steps):
@@ -50,7 +55,7 @@ def turn_table(
                     "group_id": t.group_id,
                     "task_id": t.task_id,
                     "kind": t.kind,
-                    "traj_id": i,
+                    "traj_id": first_id + i,
                     "step": j,
                     "action": s.action,
                     "valid": bool(s.valid),

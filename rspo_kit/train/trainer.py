@@ -348,7 +348,8 @@ class Trainer:
         ]
         if explorer:
             proc = self.rewards.batch_rewards(explorer, "process")
-            frames.append(turn_table(explorer, k, proc, proc, None, [outcome(t) for t in explorer]))
+            outcomes = [outcome(t) for t in explorer]
+            frames.append(turn_table(explorer, k, proc, proc, None, outcomes, first_id=len(mixed)))
         write_table(pd.concat(frames, ignore_index=True), self.run_dir / "turns" / f"iter_{k:05d}.parquet")
 
     @property
