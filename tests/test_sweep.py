@@ -41,6 +41,7 @@ if FAIL_IF and Path(FAIL_IF).exists():
     raise RuntimeError("asked to fail")
 success = {"grpo": 0.2, "gigpo": 0.4}[ALGO] + 0.1 * SWAP + 0.01 * SEED
 record({"final_success": success, "threads": THREADS, "omp": os.environ.get("OMP_NUM_THREADS"),
+        "bars_off": os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS"),
         "curve_env_steps": [0, 50, 100], "curve_success": [0.0, success / 2, success]},
        RUN_DIR or None)
 """
@@ -162,9 +163,10 @@ def test_sweep_runs_resumes_and_aggregates(tiny_notebook, tmp_path):
     assert [o.status for o in outcomes] == ["skipped", "skipped", "finished", "finished"]
     assert sorted(_log_lines(log)[len(before) :]) == ["gigpo/False/0", "gigpo/False/1"]  # only those reran
 
-    # each cell got its own run dir and its threads: 2 usable cores (or fewer) shared by 2 workers
+    # each cell got its own run dir, its share of the cores as threads, and no progress bars
     results = read_results(out / "ALGO=gigpo__SEED=0.ipynb")
-    assert results["threads"] == int(results["omp"]) >= 1
+    assert results["threads"] == int(results["omp"]) >= 1 and results["bars_off"] == "1"
+    assert (out / "ALGO=gigpo__SEED=0.log").is_file()  # the kernel's own output, kept out of the notebook
     assert json.loads((out / "ALGO=gigpo__SEED=0" / "results.json").read_text()) == results
 
     table = aggregate(out)

@@ -13,7 +13,7 @@ resumes by running the same command again.
 The output folder holds:
 
 - ``sweep.json`` — the notebook, the grid keys, the fixed parameters and every cell's parameters;
-- ``<cell>.ipynb`` — each executed notebook;
+- ``<cell>.ipynb`` — each executed notebook, and ``<cell>.log`` — its kernel's own stdout and stderr;
 - ``<cell>/`` — each cell's run directory, passed as ``RUN_DIR`` if the notebook has that parameter;
 - ``results.csv``, ``summary.csv``, ``curves.html`` — written by ``aggregate``.
 
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import itertools
 import json
 import math
@@ -157,6 +158,30 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+# Headless kernels: library progress bars (transformers, tqdm) would be stored as widget outputs.
+HEADLESS_ENV = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABLE": "1"}
+
+
+@contextlib.contextmanager
+def _output_to(log_path: Path):
+    """Send this process's stdout/stderr file descriptors (and so its kernels') to ``log_path``."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with open(log_path, "ab") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+
+
 def _run_cell(
     notebook: str,
     output: str,
@@ -165,22 +190,28 @@ def _run_cell(
     threads: int | None,
     timeout_s: float | None,
 ) -> tuple[float, str | None]:
-    """Execute one cell in this (worker) process; returns (seconds, error or None)."""
+    """Execute one cell in this (worker) process; returns (seconds, error or None).
+
+    The kernel's own stdout/stderr (startup warnings, crashes) go to ``<cell>.log`` next to the
+    output notebook; what the notebook prints is in the notebook.
+    """
     import papermill as pm
 
+    os.environ.update(HEADLESS_ENV)
     if threads:  # inherited by the kernel: BLAS/OpenMP pools of numpy and torch stay this small
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             os.environ[var] = str(threads)
     start = time.perf_counter()
     try:
-        pm.execute_notebook(
-            notebook,
-            output,
-            parameters=parameters,
-            kernel_name=kernel_name,
-            progress_bar=False,
-            execution_timeout=timeout_s,
-        )
+        with _output_to(Path(output).with_suffix(".log")):
+            pm.execute_notebook(
+                notebook,
+                output,
+                parameters=parameters,
+                kernel_name=kernel_name,
+                progress_bar=False,
+                execution_timeout=timeout_s,
+            )
     except pm.PapermillExecutionError as err:  # a failing cell is reported, the others go on
         return time.perf_counter() - start, f"{err.ename}: {err.evalue} (cell {err.exec_count}; see {output})"
     except Exception as err:  # the kernel died, a timeout, a missing kernel
@@ -250,6 +281,7 @@ def run_sweep(
             for c in todo:
                 shutil.rmtree(c.run_dir, ignore_errors=True)  # a failed or killed run's leftovers
                 c.notebook.unlink(missing_ok=True)
+                c.notebook.with_suffix(".log").unlink(missing_ok=True)
                 params = {**fixed, **c.params}
                 if "RUN_DIR" in known:
                     params["RUN_DIR"] = str(c.run_dir)
