@@ -1,0 +1,273 @@
+"""Every notebook runs headless under papermill with tiny parameters, and records sane results.
+
+Each notebook runs as a person would run it, minus the widgets (``INTERACTIVE=False``), on the
+``smoke`` preset (seconds) with one torch thread; the assertions read what its last cell recorded
+(``RSPO_RESULTS``). The committed notebooks themselves must be stripped and follow the hygiene rules.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from rspo_kit.experiments import ensure_kernel
+from rspo_kit.experiments.sweep import HEADLESS_ENV
+from rspo_kit.records import read_results
+
+pytestmark = pytest.mark.timeout(300)
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+SMOKE = {"PRESET": "smoke", "WARMSTART": False, "MAX_STEPS": 6}  # the trainer at seconds per run
+TESTED = {
+    "00_quickstart",
+    "01_environments_and_rewards",
+    "02_trajectory_sampling",
+    "03_reward_swap",
+    "04_training",
+    "05_misalignment_debugger",
+    "06_experiments",
+}
+
+
+@pytest.fixture(scope="session")
+def kernel() -> str:
+    return ensure_kernel()
+
+
+def execute(name: str, kernel: str, out_dir: Path, **parameters) -> dict:
+    """Run ``notebooks/<name>.ipynb`` headless into ``out_dir``; return what it recorded."""
+    import papermill as pm
+
+    out = out_dir / f"{name}.ipynb"
+    params = {"INTERACTIVE": False, "THREADS": 1, **parameters}
+    env = os.environ.copy()
+    os.environ.update(HEADLESS_ENV)  # inherited by the kernel
+    try:
+        pm.execute_notebook(
+            NOTEBOOKS / f"{name}.ipynb",
+            out,
+            parameters=params,
+            kernel_name=kernel,
+            progress_bar=False,
+            cwd=str(ROOT),
+        )
+    finally:
+        os.environ.clear()
+        os.environ.update(env)
+    return read_results(out)
+
+
+def finite(*values) -> bool:
+    return all(isinstance(v, (int, float)) and math.isfinite(v) for v in values)
+
+
+def check_run(results: dict, iterations: int) -> None:
+    """The keys every training notebook records about its run."""
+    assert results["iterations"] == iterations
+    lo, mid, hi = results["final_ci_low"], results["final_success"], results["final_ci_high"]
+    assert finite(lo, mid, hi, results["final_score"], results["env_steps"], results["start_success"])
+    assert 0 <= lo <= mid <= hi <= 1 and results["env_steps"] > 0
+    steps, success = results["curve_env_steps"], results["curve_success"]
+    assert len(steps) == len(success) == iterations + 1  # eval every iteration, row 0 included
+    assert steps[0] == 0 and steps == sorted(steps) and steps[-1] == results["env_steps"]
+    assert all(0 <= s <= 1 for s in success)
+
+
+# ------------------------------------------------------------------------------------ the notebooks
+def test_00_quickstart_warm_starts_trains_and_evaluates(kernel, tmp_path):
+    run_dir = tmp_path / "run"
+    results = execute(
+        "00_quickstart",
+        kernel,
+        tmp_path,
+        PRESET="smoke",
+        ITERATIONS=1,
+        SFT_MINUTES=0.05,
+        SFT_DEMO_TASKS=8,
+        EVAL_N=2,
+        MAX_STEPS=6,
+        RUN_DIR=str(run_dir),
+    )
+    check_run(results, iterations=1)
+    assert results["run_dir"] == str(run_dir) and finite(results["seconds"])
+    assert json.loads((run_dir / "results.json").read_text()) == results
+    assert (run_dir / "success_vs_env_steps.html").is_file() and (run_dir / "metrics.jsonl").is_file()
+
+
+def test_01_environments_and_rewards(kernel, tmp_path):
+    results = execute(
+        "01_environments_and_rewards",
+        kernel,
+        tmp_path,
+        N_TASKS=3,
+        DETOURS=[0.0, 1.0],
+        EPS_VALUES=[0.0, 0.5, 1.0],
+        MAX_STEPS=20,
+        RUN_DIR=str(tmp_path / "run"),
+    )
+    # the expert episodes: won, and a potential-based subgoal return of exactly final - initial = 1
+    assert results["alfworld_expert_won"] == 1.0 and 1 <= results["alfworld_expert_steps"] <= 20
+    assert results["alfworld_subgoal_return"] == pytest.approx(1.0)
+    assert results["webshop_expert_score"] == pytest.approx(100.0)
+    assert results["webshop_subgoal_return"] == pytest.approx(1.0)
+    assert results["n_episodes"] == 6 and 0 < results["success_rate"] < 1
+    # the knob: aligned, the dense reward ranks the expert above the random walker; hackable, it does not
+    assert results["tau_aligned"] > 0.5 > results["tau_misaligned"]
+    assert 0 <= results["hacking_aligned"] < results["hacking_misaligned"] <= 1
+    assert set(results["tau_by_eps"]) == {"0.0", "0.5", "1.0"}
+    assert (tmp_path / "run" / "misalignment_knob.html").is_file()
+
+
+def test_02_trajectory_sampling(kernel, tmp_path):
+    results = execute("02_trajectory_sampling", kernel, tmp_path, N_STEPS=2, GROUP_SIZE=2, MAX_STEPS=6)
+    assert results["prompt_tokens"] > 0 and results["n_candidates"] >= 2
+    assert results["probs_sum"] == pytest.approx(1.0, abs=1e-5)
+    assert results["manual_steps"] == 2 and 0 < results["mean_chosen_prob"] <= 1
+    assert results["group_size"] == 2 and 1 <= results["mean_episode_steps"] <= 6
+    assert 0 <= results["group_success"] <= 1 and finite(results["advantage_abs_mean"])
+    assert results["logprob_recompute_error"] < 1e-4  # the stored behaviour log-prob is the model's
+
+
+def test_03_reward_swap(kernel, tmp_path):
+    # replay filter "all": an untrained policy never succeeds, and the tables should not be empty
+    results = execute(
+        "03_reward_swap",
+        kernel,
+        tmp_path,
+        **SMOKE,
+        ITERATIONS=2,
+        REPLAY_FILTER="all",
+        RUN_DIR=str(tmp_path / "run"),
+    )
+    assert results["iteration"] == 2
+    assert results["actor_episodes"] == 4 and results["explorer_episodes"] == 4  # 2 tasks x 2
+    assert results["replayed"] == 2  # M = round(0.5 * 2) per task
+    assert results["mixed_episodes"] == results["actor_episodes"] + results["replayed"]
+    assert results["buffer_size"] >= results["explorer_admitted"] == 4
+    assert results["relabel_error"] == 0.0  # the actor saw outcome rewards only
+    assert 0 <= results["zero_var_after"] <= results["zero_var_before"] <= 1
+    assert finite(results["rescued_groups"], results["advantage_abs_mean"])
+
+
+def test_04_training_ppo_control(kernel, tmp_path):
+    run_dir = tmp_path / "run"
+    results = execute(
+        "04_training",
+        kernel,
+        tmp_path,
+        **SMOKE,
+        ALGO="ppo",
+        SWAP="control",
+        ITERATIONS=2,
+        EVAL_N=2,
+        EVAL_EVERY=1,
+        RUN_DIR=str(run_dir),
+    )
+    check_run(results, iterations=2)
+    assert (results["variant"], results["algo"]) == ("control", "ppo")
+    assert 0 <= results["rollout_success"] <= 1 and results["best_success"] >= results["final_success"]
+    assert (run_dir / "success_vs_env_steps.html").is_file() and (run_dir / "health.html").is_file()
+
+
+def test_05_misalignment_debugger(kernel, tmp_path):
+    # WebShop with a hackable share: its navigation clicks earn process reward without success
+    results = execute(
+        "05_misalignment_debugger",
+        kernel,
+        tmp_path,
+        **SMOKE,
+        ENV="webshop",
+        SWAP=True,
+        ITERATIONS=2,
+        MISALIGN_EPS=0.5,
+        EVAL_N=0,
+        EPS_VALUES=[0.0, 1.0],
+        RUN_DIR=str(tmp_path / "run"),
+    )
+    assert results["trajectories"] == 8 and results["groups"] == 4  # 2 iterations x 2 tasks x G=2
+    assert results["rescore_error"] < 1e-9  # turn tables reproduce the run's process rewards
+    assert 0 <= results["groups_with_tau"] <= results["groups"]
+    tau = results["kendall_tau"]
+    assert (tau is None) == (results["groups_with_tau"] == 0) and (tau is None or -1 <= tau <= 1)
+    assert 0 <= results["hacking_rate"] <= 1 and 0 <= results["step_disagreement"] <= 1
+    assert set(results["hacking_by_eps"]) == {"0.0", "1.0"} == set(results["tau_by_eps"])
+    assert (tmp_path / "run" / "process_vs_outcome.html").is_file()
+
+
+def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
+    out = tmp_path / "sweep"
+    results = execute(
+        "06_experiments",
+        kernel,
+        tmp_path,
+        NOTEBOOK=str(NOTEBOOKS / "04_training.ipynb"),
+        PRESET="smoke",
+        ITERATIONS=1,
+        GRID={"SWAP": [True, False], "SEED": [0]},
+        CELL_PARAMETERS={"WARMSTART": False, "EVAL_N": 2, "EVAL_EVERY": 1, "MAX_STEPS": 6, "THREADS": 1},
+        OUT=str(out),
+        WORKERS=1,
+    )
+    assert (results["cells"], results["finished"], results["failed"]) == (2, 2, 0)
+    assert set(results["means"]) == {"True", "False"} and all(0 <= m <= 1 for m in results["means"].values())
+    assert results["best_group"] in results["means"] and 0 <= results["best_mean"] <= 1
+    for name in ("results.csv", "summary.csv", "curves.html", "SWAP=true__SEED=0.ipynb"):
+        assert (out / name).is_file()
+
+
+# -------------------------------------------------------------------------------------------- hygiene
+def widget_imports_guarded(source: str) -> bool:
+    """Every import of rspo_widgets sits inside an ``if INTERACTIVE:`` block."""
+    tree = ast.parse(source)
+    guarded = {
+        id(node)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and "INTERACTIVE" in ast.unparse(block.test)
+        for node in ast.walk(block)
+    }
+    imports = [
+        node
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rspo_widgets"))
+        or (isinstance(node, ast.Import) and any(a.name.startswith("rspo_widgets") for a in node.names))
+    ]
+    return all(id(node) in guarded for node in imports)
+
+
+def committed_notebooks() -> list[Path]:
+    return sorted(NOTEBOOKS.glob("*.ipynb"))
+
+
+def test_every_notebook_is_tested():
+    assert {p.stem for p in committed_notebooks()} == TESTED
+
+
+@pytest.mark.parametrize("path", committed_notebooks(), ids=lambda p: p.stem)
+def test_committed_notebooks_are_stripped_and_tidy(path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    for cell in code:
+        assert cell.outputs == [] and cell.execution_count is None, "outputs are stripped before commit"
+    assert "widgets" not in nb.metadata and nb.metadata.kernelspec.name == "python3"
+    # imports first, then the one parameters cell; it defaults to the interactive tiny CPU run
+    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1 and code[1] is tagged[0] and "import" in code[0].source
+    assert "INTERACTIVE = True" in tagged[0].source
+    assert 'PRESET = "tiny"' in tagged[0].source or "PRESET" not in tagged[0].source
+    # thin cells; no cell waits for a widget; the last cell records the results
+    for cell in code[2:]:
+        assert len(cell.source.strip().splitlines()) <= 15, cell.source
+        assert "input(" not in cell.source and "wait_for" not in cell.source
+    assert "record(" in code[-1].source
+    for cell in code:
+        assert max(map(len, cell.source.splitlines()), default=0) <= 110, cell.source  # the ruff line length
+        assert widget_imports_guarded(cell.source), "headless runs never import rspo_widgets"
+    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
