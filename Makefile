@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 export RSPO_KIT_CACHE ?= $(CURDIR)/.cache
 export ALFWORLD_DATA  ?= $(RSPO_KIT_CACHE)/alfworld
 
-.PHONY: setup sysdeps demo test test-all lint lab bench clean
+.PHONY: setup sysdeps kernel demo sweep test test-all lint lab bench clean
 
 # fast-downward-textworld (pulled in by alfworld) compiles from source: it needs g++ and cmake.
 sysdeps:
@@ -31,9 +31,50 @@ $(STAMP): pyproject.toml setup.py | sysdeps
 
 setup: $(STAMP)
 
-# Main job. Until the quickstart notebook exists: the ALFWorld expert on 20 eval tasks (real engine).
-demo: setup
-	$(PY) -m rspo_kit.envs.play --env alfworld --engine alfworld --split eval --n 20 --policy expert
+# The Jupyter kernel that papermill runs notebooks on: this venv's Python, registered as "rspo-kit"
+# inside the venv (--sys-prefix), so no other environment's "python3" kernel is picked by accident.
+KERNEL      := rspo-kit
+KERNEL_SPEC := $(VENV)/share/jupyter/kernels/$(KERNEL)/kernel.json
+$(KERNEL_SPEC): $(STAMP)
+	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (rspo_kit)"
+
+kernel: $(KERNEL_SPEC)
+
+# Headless notebook runs: no library progress bars (they would be stored as widget outputs).
+HEADLESS := HF_HUB_DISABLE_PROGRESS_BARS=1 TQDM_DISABLE=1
+
+# Main job: notebooks/00_quickstart.ipynb headless on the tiny CPU preset (SFT warm start, a few
+# RSPO-GiGPO iterations, evaluation; a few minutes, less once the warm start is cached in
+# .cache/warmstart/). Writes runs/demo/00_quickstart.ipynb (the executed notebook) and runs/demo/run/
+# (metrics, turn tables, checkpoints, figures as HTML; replaced on every `make demo`).
+DEMO_DIR     := runs/demo
+DEMO_THREADS ?= $(shell nproc 2>/dev/null || echo 2)
+demo: setup kernel
+	rm -rf $(DEMO_DIR)/run
+	mkdir -p $(DEMO_DIR)
+	$(HEADLESS) $(PY) -m papermill notebooks/00_quickstart.ipynb $(DEMO_DIR)/00_quickstart.ipynb \
+	  --kernel $(KERNEL) -p INTERACTIVE False -p THREADS $(DEMO_THREADS) -p RUN_DIR $(DEMO_DIR)/run
+	@echo "executed notebook: $(DEMO_DIR)/00_quickstart.ipynb"
+	@$(PY) -m rspo_kit.experiments.results $(DEMO_DIR)/00_quickstart.ipynb
+
+# Issue 8's experiment: notebooks/04_training.ipynb over algorithm x variant x seed (GRPO, GiGPO;
+# RSPO, plain, the control; seeds 0-2) on the tiny preset, every run stopped at the same budget of
+# env steps. The warm start is built once first, so that the parallel cells share it. Resumable:
+# rerun `make sweep` and finished cells are skipped, failed or killed ones rerun. Results in
+# $(SWEEP_OUT): results.csv (one row per cell), summary.csv (means, 95% CIs over seeds), curves.html.
+# Hours on a 2-core CPU; any variable can be overridden, e.g.
+#   make sweep SWEEP_GRID='{"ALGO": ["gigpo"], "SWAP": [true, "control"], "SEED": [0, 1]}' SWEEP_WORKERS=1
+SWEEP_OUT     ?= runs/sweeps/issue8
+SWEEP_GRID    ?= {"ALGO": ["grpo", "gigpo"], "SWAP": [true, false, "control"], "SEED": [0, 1, 2]}
+SWEEP_WORKERS ?= 2
+SWEEP_SFT     ?= 10
+SWEEP_PARAMS  ?= -p PRESET tiny -p ENV alfworld -p ITERATIONS 30 -p MAX_ENV_STEPS 10000 -p EVAL_N 30 -p EVAL_EVERY 2
+sweep: setup kernel
+	rm -rf $(SWEEP_OUT)/warmstart_run
+	$(PY) -m rspo_kit.train --preset tiny --env alfworld train.iterations=0 train.eval_n=0 \
+	  policy.sft_minutes=$(SWEEP_SFT) train.run_dir=$(SWEEP_OUT)/warmstart_run
+	$(PY) -m rspo_kit.experiments.sweep notebooks/04_training.ipynb --grid '$(SWEEP_GRID)' \
+	  --out $(SWEEP_OUT) --workers $(SWEEP_WORKERS) $(SWEEP_PARAMS) -p SFT_MINUTES $(SWEEP_SFT)
 
 test: setup
 	$(PY) -m pytest
