@@ -52,7 +52,7 @@ def test_alfworld_memory_tracks_what_was_seen():
     m = m.update("go to countertop 1", "You arrive at countertop 1. On the countertop 1, you see nothing.")
     assert (
         m.render()
-        == "At: countertop 1. Holding: apple 1. Seen: countertop 1: nothing; fridge 1: egg 2. Unvisited: cabinet 1"
+        == "At: countertop 1. Holding: apple 1. cabinet 1: ?; countertop 1: nothing; fridge 1: egg 2"
     )
     m = m.update("move apple 1 to countertop 1", "You move the apple 1 to the countertop 1.")
     assert m.holding == "" and m.contents["countertop 1"] == "apple 1"

@@ -1,8 +1,8 @@
 """Per-step prompts with a compact memory, and the projection from a model reply to an action.
 
 A tiny model sees only its prompt, so the prompt carries what a person would remember: for ALFWorld
-the receptacles already looked at with what was seen in them (or ``closed``), the ones not yet looked
-at in room order, where the agent is and what it holds; for WebShop the queries tried and the items viewed.
+the receptacles of the room in order, each as ``?`` (not yet looked at), ``closed`` or what was seen
+in it, where the agent is and what it holds; for WebShop the queries tried and the items viewed.
 Then the last ``k`` (action, observation) pairs, the current observation and the admissible actions.
 Length is bounded: the oldest history goes first, then the action list; the current observation and
 the memory are never cut.
@@ -21,8 +21,6 @@ TEMPLATE_WORDS = (
     "At: ",
     "Holding: ",
     "nothing",
-    "Seen: ",
-    "Unvisited: ",
     "Recent: ",
     "Now: ",
     "Actions: ",
@@ -82,16 +80,8 @@ class AlfworldMemory:
         return replace(self, contents=contents, at=at, holding=holding)
 
     def render(self) -> str:
-        # Looked-at receptacles with what they hold, then the ones not yet looked at, in room order: a
-        # person's to-do list. Its first entry is where a searcher goes next, which a 1M model copies
-        # far more easily than it finds the first "?" in a list of all receptacles (teacher-forced,
-        # "go to" steps: 58% right with the "?" list after 30 min of SFT).
-        seen = "; ".join(f"{r}: {self.contents[r]}" for r in self.order if self.contents.get(r, "?") != "?")
-        todo = ", ".join(r for r in self.order if self.contents.get(r, "?") == "?")
-        return (
-            f"At: {self.at or 'start'}. Holding: {self.holding or 'nothing'}. "
-            f"Seen: {seen or 'nothing'}. Unvisited: {todo or 'none'}"
-        )
+        seen = "; ".join(f"{r}: {self.contents.get(r, '?')}" for r in self.order)
+        return f"At: {self.at or 'start'}. Holding: {self.holding or 'nothing'}. {seen}"
 
 
 @dataclass(frozen=True)
