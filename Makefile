@@ -40,8 +40,8 @@ $(KERNEL_SPEC): $(STAMP)
 
 kernel: $(KERNEL_SPEC)
 
-# Headless notebook runs: no library progress bars (they would be stored as widget outputs).
-HEADLESS := HF_HUB_DISABLE_PROGRESS_BARS=1 TQDM_DISABLE=1
+# Headless notebook runs: no transformers progress bars (they would be stored as widget outputs).
+HEADLESS := HF_HUB_DISABLE_PROGRESS_BARS=1
 
 # Main job: notebooks/00_quickstart.ipynb headless on the tiny CPU preset (SFT warm start, a few
 # RSPO-GiGPO iterations, evaluation; a few minutes, less once the warm start is cached in

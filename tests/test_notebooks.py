@@ -97,6 +97,7 @@ def test_00_quickstart_warm_starts_trains_and_evaluates(kernel, tmp_path):
     )
     check_run(results, iterations=1)
     assert results["run_dir"] == str(run_dir) and finite(results["seconds"])
+    assert 0 <= results["rollout_success"] <= 1
     assert json.loads((run_dir / "results.json").read_text()) == results
     assert (run_dir / "success_vs_env_steps.html").is_file() and (run_dir / "metrics.jsonl").is_file()
 
