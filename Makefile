@@ -76,10 +76,10 @@ sweep: setup kernel
 	$(PY) -m rspo_kit.experiments.sweep notebooks/04_training.ipynb --grid '$(SWEEP_GRID)' \
 	  --out $(SWEEP_OUT) --workers $(SWEEP_WORKERS) $(SWEEP_PARAMS) -p SFT_MINUTES $(SWEEP_SFT)
 
-test: setup
+test: setup kernel
 	$(PY) -m pytest
 
-test-all: setup
+test-all: setup kernel
 	$(PY) -m pytest -m ""
 
 lint: setup

@@ -24,6 +24,7 @@ def warmstart_key(cfg: RunConfig) -> str:
     spec = {
         "env": e.name,
         "engine": e.engine,
+        "max_steps": e.max_steps,  # demonstrations are collected under the run's episode cap
         "preset": p.preset,
         "mode": p.mode,
         "demo_tasks": p.sft_demo_tasks,
