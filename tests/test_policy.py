@@ -266,3 +266,12 @@ def test_smollm2_zero_shot_on_20_eval_tasks(env):
     assert result.tasks == 20 and 0.0 <= result.success <= 1.0
     assert result.invalid_share == 0.0  # choice mode only ever picks admissible actions
     assert result.mean_steps > 0
+
+
+def test_teacher_forced_accuracy_counts_every_teacher_step(tiny):
+    from rspo_kit.policy.evaluate import teacher_forced_accuracy
+
+    acc = teacher_forced_accuracy(tiny, "alfworld", "eval", n=2)
+    verbs = {k: v for k, v in acc.items() if k != "overall"}
+    assert "go" in verbs and all(0 <= v["right"] <= v["steps"] for v in verbs.values())
+    assert 0.0 <= acc["overall"] <= 1.0

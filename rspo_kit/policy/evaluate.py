@@ -92,6 +92,53 @@ def evaluate(
     )
 
 
+def teacher_forced_accuracy(policy: Policy, env: str, split: str = "eval", n: int | None = 30) -> dict:
+    """Per action verb: how often greedy ``choice`` picks the teacher's action in the teacher's states.
+
+    Walks the SFT teacher (ALFWorld's search expert, else the env's own expert) through each task and
+    scores every admissible action at every step, so it shows *which* decisions a warm start has not
+    learned yet (e.g. ``take`` vs ``go``), independent of where the policy's own mistakes would lead.
+    Returns ``{verb: {"right": k, "steps": m}, ..., "overall": accuracy}``.
+    """
+    import torch
+
+    from rspo_kit.envs.registry import make_env
+    from rspo_kit.policy.prompts import EpisodeContext, build_prompt
+    from rspo_kit.policy.rollout import candidate_set, chosen_index
+    from rspo_kit.policy.scoring import candidate_logprobs
+    from rspo_kit.policy.sft import _teacher
+
+    if policy.mode != "choice":
+        raise ValueError("teacher_forced_accuracy scores candidates: it needs a choice-mode policy")
+    game, teacher = make_env(env), _teacher(env)
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: {"right": 0, "steps": 0})
+    for task in list_tasks(env, split=split, n=n):
+        obs = game.reset(task)
+        ctx = EpisodeContext(env, obs.instruction, obs.text, obs.admissible)
+        for _ in range(100):
+            action = teacher(ctx) if teacher else game.expert_action()
+            actions, cands = candidate_set(policy, ctx.admissible)
+            k = chosen_index(actions, action) if action else None
+            if k is None:
+                break
+            with torch.no_grad():
+                lp = candidate_logprobs(
+                    policy.model,
+                    [build_prompt(ctx, policy.tokenizer, policy.prompt)],
+                    [cands],
+                    policy.tokenizer.pad_token_id,
+                )[0]
+            verb = action.split("[")[0].split()[0]
+            counts[verb]["steps"] += 1
+            counts[verb]["right"] += int(lp.argmax()) == k
+            res = game.step(action)
+            if res.done:
+                break
+            ctx.advance(action, res.obs.text, res.obs.admissible)
+    steps = sum(c["steps"] for c in counts.values())
+    return {**counts, "overall": sum(c["right"] for c in counts.values()) / max(1, steps)}
+
+
 def main(argv=None) -> int:
     """``python -m rspo_kit.policy.evaluate --policy runs/x/policy --env alfworld --n 60 [--samples 8]``"""
     import argparse
@@ -107,8 +154,12 @@ def main(argv=None) -> int:
     ap.add_argument("--max-steps", type=int, default=None)
     ap.add_argument("--engine", default=None)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--teacher-forced", action="store_true", help="per-verb accuracy in the teacher's states")
     args = ap.parse_args(argv)
     policy = Policy.load(args.policy)
+    if args.teacher_forced:
+        print(json.dumps(teacher_forced_accuracy(policy, args.env, args.split, args.n or 30), indent=1))
+        return 0
     result = evaluate(
         policy,
         args.env,
