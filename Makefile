@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 export RSPO_KIT_CACHE ?= $(CURDIR)/.cache
 export ALFWORLD_DATA  ?= $(RSPO_KIT_CACHE)/alfworld
 
-.PHONY: setup sysdeps kernel demo sweep test test-all lint lab bench clean
+.PHONY: setup sysdeps kernel demo sweep test test-all lint lab bench clean screenshots
 
 # fast-downward-textworld (pulled in by alfworld) compiles from source: it needs g++ and cmake.
 sysdeps:
@@ -89,6 +89,23 @@ lint: setup
 bench: setup
 	$(PY) benchmarks/alfworld_native_speed.py
 	$(PY) benchmarks/webshop_speed.py
+
+# Screenshots of the notebook widgets as JupyterLab draws them in headless Chromium: docs/img/*.png
+# (a smoke run on the lock test env feeds them; ALFWorld for the playground; offline, ~2 minutes).
+# Chromium (with fonts) and pngquant (shrinks the PNGs) come from apt when missing; docs/screenshots.py.
+screenshots: setup kernel
+	@pkgs=""; \
+	command -v chromium-headless-shell >/dev/null 2>&1 || command -v chromium >/dev/null 2>&1 || \
+	  pkgs="chromium-headless-shell fonts-liberation fonts-dejavu-core"; \
+	command -v pngquant >/dev/null 2>&1 || pkgs="$$pkgs pngquant"; \
+	if [ -n "$$pkgs" ]; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "installing system packages:$$pkgs"; apt-get update -qq && apt-get install -y -qq $$pkgs; \
+	  else \
+	    echo "please install:$$pkgs (apt-get install ...)"; case "$$pkgs" in *chromium*) exit 1;; esac; \
+	  fi; \
+	fi
+	$(HEADLESS) $(PY) docs/screenshots.py
 
 lab: setup
 	$(VENV)/bin/jupyter lab notebooks/
