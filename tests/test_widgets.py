@@ -121,11 +121,11 @@ def test_every_widget_renders_static_html(run):
         assert w.figure is next(iter(w.figures.values()))
 
 
-def test_sync_figure_updates_in_place_and_drops_stale_properties():
+def test_sync_figure_replaces_traces_and_drops_stale_properties():
     target = go.FigureWidget(go.Figure([go.Bar(x=[1], y=[2], text=["old"])]))
-    trace = target.data[0]
     rspo_widgets._base.sync_figure(target, go.Figure([go.Bar(x=[1, 2], y=[3, 4])]))
-    assert target.data[0] is trace and list(trace.y) == [3, 4] and trace.text is None
+    trace = target.data[0]
+    assert list(trace.y) == [3, 4] and trace.text is None
     rspo_widgets._base.sync_figure(target, go.Figure([go.Scatter(y=[1]), go.Scatter(y=[2])]))
     assert [t.type for t in target.data] == ["scatter", "scatter"]
 

@@ -29,20 +29,14 @@ def live_figure(fig: go.Figure) -> go.Figure:
 
 
 def sync_figure(target: go.Figure, source: go.Figure) -> None:
-    """Make ``target`` show ``source``: traces updated in place when their number and types match
-    (a FigureWidget then animates instead of flickering), else replaced; layout replaced."""
-    same_shape = len(target.data) == len(source.data) and all(
-        a.type == b.type for a, b in zip(target.data, source.data, strict=True)
-    )
-    if same_shape:
-        with target.batch_update():
-            for old, new in zip(target.data, source.data, strict=True):
-                fresh = new.to_plotly_json()
-                # properties the new trace does not set must not survive from the old one
-                stale = {k: None for k in old.to_plotly_json() if k not in fresh and k not in ("type", "uid")}
-                old.update({**stale, **fresh}, overwrite=True)
-            target.layout = source.layout
-    else:
+    """Make ``target`` show ``source``: traces and layout replaced.
+
+    Updating traces in place inside ``batch_update()`` sends "undefined" for properties that did not
+    change; plotly.js's ``newPlot`` then fails on them when the widget is (re)displayed in a browser
+    (seen in JupyterLab: ``Cannot use 'in' operator to search for 'line' in undefined``). Replacing
+    the traces costs the transition animation and always draws.
+    """
+    with target.batch_update():
         target.data = ()
         target.add_traces(list(source.data))
         target.layout = source.layout
