@@ -445,7 +445,7 @@ def swap_figure(tables: SwapTables, task: str) -> go.Figure:
         title={"text": f"{prefix}{task}: <span style='color:{color}'>{verdict}</span>", "font": {"size": 14}},
         barmode="group",
         height=430,
-        width=1300,  # four panels side by side: plotly's default 700 px overlaps their titles
+        width=1120,  # four panels side by side: plotly's default 700 px overlaps their titles
         margin={"t": 110, "b": 60},
         legend={"orientation": "h", "y": -0.25},
     )
