@@ -284,18 +284,15 @@ def update(
     return metrics
 
 
-def _minibatch_loss(learner, flat, adv, sel, old, weights, shaped, cfg, temperature, values, reference):
-    steps = [flat.steps[i] for i in sel]
-    critic = learner.value_head is not None
-    scores = score_steps(learner.policy, steps, temperature, hidden=critic)
-    logp = torch.cat(scores.logp).float()  # (U,) units of the minibatch
-    sizes = [len(x) for x in scores.logp]
-    seq = torch.repeat_interleave(torch.arange(len(sel)), torch.tensor(sizes))
-    unit_adv = adv.step[torch.tensor(sel)][seq].float()
+def _surrogate(learner, flat, adv, sel, old, weights, shaped, cfg, temperature, hidden=False):
+    """The clipped surrogate over the units of steps ``sel``; returns (loss output, scores, unit log-probs)."""
+    scores = score_steps(learner.policy, [flat.steps[i] for i in sel], temperature, hidden=hidden)
+    logp = torch.cat(scores.logp).float()  # (U,) units of the selected steps
+    seq = torch.repeat_interleave(torch.arange(len(sel)), torch.tensor([len(x) for x in scores.logp]))
     out = clipped_policy_loss(
         logp,
         torch.cat([old[i] for i in sel]),
-        unit_adv,
+        adv.step[torch.tensor(sel)][seq].float(),
         torch.ones_like(logp, dtype=torch.bool),
         clip_low=cfg.clip_low,
         clip_high=cfg.clip_high,
@@ -303,6 +300,13 @@ def _minibatch_loss(learner, flat, adv, sel, old, weights, shaped, cfg, temperat
         shaped=torch.cat([shaped[i] for i in sel]),
         seq=seq,
     )
+    return out, scores, logp
+
+
+def _minibatch_loss(learner, flat, adv, sel, old, weights, shaped, cfg, temperature, values, reference):
+    steps = [flat.steps[i] for i in sel]
+    critic = learner.value_head is not None
+    out, scores, logp = _surrogate(learner, flat, adv, sel, old, weights, shaped, cfg, temperature, critic)
     entropy = torch.cat(scores.entropy).float().mean()
     loss = out.loss - cfg.entropy_coef * entropy
     metrics = {
@@ -344,24 +348,12 @@ def policy_gradient(
     offpolicy: SwapConfig | None = None,
     temperature: float = 1.0,
 ) -> list[torch.Tensor]:
-    """The gradient of the first minibatch's loss, without stepping (what the swap test compares)."""
+    """The policy-loss gradient over the whole batch in one pass, without stepping (the swap test)."""
     flat = flatten(batch)
     current, values = _prepass(learner, flat, cfg, temperature)
     adv = ADVANTAGES[cfg.name](flat, cfg, values)
     old, weights, shaped = _unit_tensors(flat, current, learner.policy.mode, offpolicy or SwapConfig())
-    steps = flat.steps
-    scores = score_steps(learner.policy, steps, temperature)
-    logp = torch.cat(scores.logp).float()
-    seq = torch.repeat_interleave(torch.arange(len(steps)), torch.tensor([len(x) for x in scores.logp]))
-    out = clipped_policy_loss(
-        logp,
-        torch.cat(old),
-        adv.step[seq].float(),
-        torch.ones_like(logp, dtype=torch.bool),
-        clip_low=cfg.clip_low,
-        clip_high=cfg.clip_high,
-        weights=torch.cat(weights),
-        shaped=torch.cat(shaped),
-        seq=seq,
+    out, _, _ = _surrogate(
+        learner, flat, adv, list(range(len(flat.steps))), old, weights, shaped, cfg, temperature
     )
     return list(torch.autograd.grad(out.loss, learner.params, allow_unused=True))
