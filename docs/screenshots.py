@@ -81,7 +81,7 @@ class Recorder:
 # the smoke preset, a little wider: 4 tasks per iteration, groups of 4, every explorer trajectory
 # admitted to the replay buffer (so that swaps and rescued groups show up within a few iterations)
 cfg = preset(
-    "smoke", env="lock", algo="gigpo", swap=True, seed={seed},
+    "smoke", env="dial", algo="gigpo", swap=True, seed={seed},
     env__tasks_per_iteration=4, algo__group_size=4, swap__explorer_group_size=4,
     swap__replay_filter="all", train__iterations={iterations},
 )
@@ -126,7 +126,7 @@ WIDGETS: dict[str, str] = {
         rw.show(rw.TrainingDashboard.from_run(cfg.train.run_dir))
     """,
     "misalignment_view": """
-        view = rw.MisalignmentView(load_turns(cfg.train.run_dir), env="lock", eps=0.3)
+        view = rw.MisalignmentView(load_turns(cfg.train.run_dir), env="dial", eps=0.3)
         rw.show(view)
     """,
     "trajectory_viewer": """

@@ -1,7 +1,8 @@
 """A two-digit combination lock: a tiny env where a random policy wins often enough to learn from.
 
-Registered as ``lock`` with ``subgoal`` (a new correct digit) and ``hack`` (any press) process
-rewards, so the trainer's tests can check learning in seconds on any algorithm and variant.
+Registered as ``dial`` with ``subgoal`` (a new correct digit) and ``hack`` (any press) process
+rewards, so the trainer's tests can check learning in seconds on any algorithm and variant. (Not
+``lock``: the README's register-env example, tested verbatim, registers that name.)
 """
 
 from __future__ import annotations
@@ -45,16 +46,16 @@ class CombinationLock:
 
 
 def lock_tasks(split: str) -> list[Task]:
-    return [Task("lock", f"lock/{split}/{i}", split, "lock", {"code": c}) for i, c in enumerate(CODES)]
+    return [Task("dial", f"dial/{split}/{i}", split, "lock", {"code": c}) for i, c in enumerate(CODES)]
 
 
 def register_lock() -> None:
-    register_env("lock", make=lambda **kw: CombinationLock(**kw), list_tasks=lock_tasks, overwrite=True)
+    register_env("dial", make=lambda **kw: CombinationLock(**kw), list_tasks=lock_tasks, overwrite=True)
 
-    @register_process_reward("lock", "subgoal")
+    @register_process_reward("dial", "subgoal")
     def lock_subgoal(before, after, action, valid, info) -> float:
         return 0.5 * max(0, after.get("digits", 0) - before.get("digits", 0))
 
-    @register_process_reward("lock", "hack")
+    @register_process_reward("dial", "hack")
     def lock_hack(before, after, action, valid, info) -> float:
         return 0.5 * bool(valid)  # pays for pressing anything: never leads to success by itself

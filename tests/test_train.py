@@ -95,7 +95,7 @@ def test_overrides_coerce_and_configs_round_trip():
 @pytest.mark.parametrize("swap", ["plain", "rspo", "control", "process", "mix"])
 @pytest.mark.parametrize("algo", ALGOS)
 def test_every_algorithm_and_variant_learns_on_the_lock(algo, swap, tmp_path):
-    cfg = _smoke("lock", algo, swap, tmp_path, swap__replay_filter="all")
+    cfg = _smoke("dial", algo, swap, tmp_path, swap__replay_filter="all")
     seen = {name: 0 for name in EVENTS}
 
     class Count:
@@ -164,7 +164,7 @@ def test_one_iteration_on_each_real_env(env, algo, swap, tmp_path):
 # --------------------------------------------------------------------------- the swap's promise
 def test_process_rewards_never_reach_the_actor_but_drive_the_explorer(tmp_path):
     """Under RSPO with a misaligned process reward, the actor's gradient equals the outcome gradient."""
-    cfg = _smoke("lock", "gigpo", True, tmp_path, reward__misalign_eps=1.0, swap__replay_filter="all")
+    cfg = _smoke("dial", "gigpo", True, tmp_path, reward__misalign_eps=1.0, swap__replay_filter="all")
     cfg.train.iterations = 1
     captured = {}
 
@@ -178,7 +178,7 @@ def test_process_rewards_never_reach_the_actor_but_drive_the_explorer(tmp_path):
     assert any(batch.offpolicy), "the mixed group should hold replayed explorer trajectories"
     actor = trainer._learner("actor")
     # the same trajectories scored by outcome under a different (aligned) process reward
-    aligned = RewardModel.build("lock", process="subgoal", misalign_eps=0.0)
+    aligned = RewardModel.build("dial", process="subgoal", misalign_eps=0.0)
     outcome_batch = UpdateBatch(batch.trajs, aligned.batch_rewards(batch.trajs, "outcome"), batch.offpolicy)
     g_rspo = policy_gradient(actor, batch, cfg.algo, cfg.swap)
     g_outcome = policy_gradient(actor, outcome_batch, cfg.algo, cfg.swap)
@@ -201,7 +201,7 @@ sys.path.insert(0, {tests!r})
 from lock_env import register_lock
 register_lock()
 from rspo_kit.train import preset, train
-cfg = preset("smoke", env="lock", algo="gigpo", swap=True, seed=3, swap__replay_filter="all")
+cfg = preset("smoke", env="dial", algo="gigpo", swap=True, seed=3, swap__replay_filter="all")
 cfg.train.iterations, cfg.train.threads, cfg.train.run_dir = 5, 1, sys.argv[1]
 if len(sys.argv) > 2:
     train(resume=sys.argv[1])
@@ -237,7 +237,7 @@ def test_resume_after_sigkill_reproduces_the_uninterrupted_run(tmp_path):
 
 
 def test_non_finite_rewards_stop_the_run_and_name_the_last_checkpoint(tmp_path, monkeypatch):
-    cfg = _smoke("lock", "grpo", "plain", tmp_path)
+    cfg = _smoke("dial", "grpo", "plain", tmp_path)
     cfg.train.iterations = 3
     trainer = Trainer(cfg)
     calls = {"n": 0}
@@ -261,19 +261,19 @@ def test_a_learned_prm_drives_the_explorer(tmp_path):
     from rspo_kit.envs.batch import BatchRunner
     from rspo_kit.rewards.learned import PRMConfig, fit_prm
 
-    first = Trainer(_smoke("lock", "grpo", "plain", tmp_path))
-    with BatchRunner("lock", n_workers=0) as runner:
+    first = Trainer(_smoke("dial", "grpo", "plain", tmp_path))
+    with BatchRunner("dial", n_workers=0) as runner:
         logged = first._rollout(runner, "actor", first.pool, 8, 1)
     prm = fit_prm(logged, PRMConfig(epochs=50))
     prm.save(tmp_path / "prm")
-    cfg = _smoke("lock", "grpo", True, tmp_path, reward__process="learned", reward__prm=str(tmp_path / "prm"))
+    cfg = _smoke("dial", "grpo", True, tmp_path, reward__process="learned", reward__prm=str(tmp_path / "prm"))
     cfg.train.iterations = 1
     m = train(cfg).metrics.iloc[-1]
     assert math.isfinite(m["explorer/loss/policy"]) and m["explorer/adv/abs_mean"] > 0
 
 
 def test_an_env_step_budget_ends_the_run_with_an_evaluation(tmp_path):
-    cfg = _smoke("lock", "grpo", True, tmp_path, train__iterations=100, train__max_env_steps=40)
+    cfg = _smoke("dial", "grpo", True, tmp_path, train__iterations=100, train__max_env_steps=40)
     m = train(cfg).metrics
     steps = m["rollout/cumulative_env_steps"]
     assert steps.iloc[-1] >= 40 and steps.iloc[-2] < 40 and len(m) < 100

@@ -59,7 +59,7 @@ class Recorder:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     """A two-iteration RSPO-GiGPO smoke run on the lock env (seconds), with a live dashboard attached."""
-    cfg = preset("smoke", env="lock", algo="gigpo", swap=True, seed=0)
+    cfg = preset("smoke", env="dial", algo="gigpo", swap=True, seed=0)
     cfg.train.run_dir = str(tmp_path_factory.mktemp("widgets") / "run")
     cfg.train.threads = 1
     recorder, dashboard = Recorder(), TrainingDashboard()
@@ -89,7 +89,7 @@ def test_pure_helpers_docstring_examples():
 
 
 def test_a_failing_callback_shows_its_traceback_in_the_error_area(run, monkeypatch):
-    view = MisalignmentView(_trajs(run), env="lock")
+    view = MisalignmentView(_trajs(run), env="dial")
 
     def broken(*args, **kwargs):
         raise RuntimeError("the rescoring broke")
@@ -107,8 +107,8 @@ def test_every_widget_renders_static_html(run):
     rm = run["trainer"].rewards
     widgets = [
         TrajectoryViewer(_trajs(run), process=rm),
-        MisalignmentView(_trajs(run), env="lock"),
-        RewardTimeline(_trajs(run), env="lock"),
+        MisalignmentView(_trajs(run), env="dial"),
+        RewardTimeline(_trajs(run), env="dial"),
         SwapInspector(swap, run["cfg"].algo, rm),
         AdvantageHeatmap(batch, run["cfg"].algo),
         run["dash"],
@@ -162,7 +162,7 @@ def test_playground_row_calls_rewards_and_sums_them():
 
 
 def test_playground_buttons_text_and_task_choice():
-    pg = EnvPlayground(env="lock", split="train", process=("subgoal", "hack"))
+    pg = EnvPlayground(env="dial", split="train", process=("subgoal", "hack"))
     code = pg.tasks[0].meta["code"]
     assert [b.description for b in pg.actions.children] == ["press 1", "press 2", "press 3"]
     button = next(b for b in pg.actions.children if b.description == f"press {code[0]}")
@@ -274,18 +274,18 @@ def test_trajectory_viewer_decodes_prompts_and_token_probabilities():
 # ---------------------------------------------------------------------------------- misalignment
 def test_rescore_matches_misalign_and_the_turn_table(run):
     trajs = _trajs(run)
-    frame = rescore(trajs, "lock", 0.0)
-    rm = RewardModel.build("lock")
+    frame = rescore(trajs, "dial", 0.0)
+    rm = RewardModel.build("dial")
     per_traj = frame.groupby("traj_id")["process_reward"].sum().tolist()
     assert per_traj == pytest.approx([sum(rm.process_steps(t)) for t in trajs])
-    hack = rescore(trajs, "lock", 1.0)
+    hack = rescore(trajs, "dial", 1.0)
     assert hack["process_reward"].tolist() == [0.5 * v for v in hack["valid"]]  # lock's hack pays any press
 
     # the per-turn table gives the same frame (first progress recovered by resetting the env)
     table = load_turns(run["dir"], iteration=1)
     actor = table[table["role"] == "actor"]
-    from_table = rescore(actor, "lock", 0.3)
-    from_trajs = rescore(trajs, "lock", 0.3)
+    from_table = rescore(actor, "dial", 0.3)
+    from_trajs = rescore(trajs, "dial", 0.3)
     assert from_table["process_reward"].tolist() == pytest.approx(from_trajs["process_reward"].tolist())
     assert from_table["outcome"].tolist() == from_trajs["outcome"].tolist()
     diag = diagnose(from_table)
@@ -294,13 +294,13 @@ def test_rescore_matches_misalign_and_the_turn_table(run):
 
 def test_turn_table_trajectories_stay_apart_by_role(run):
     table = load_turns(run["dir"])
-    episodes = _data.episodes_of(table, "lock")
+    episodes = _data.episodes_of(table, "dial")
     keys = table.drop_duplicates(["iteration", "role", "group_id", "traj_id"])
     assert len(episodes) == len(keys)
 
 
 def test_eps_slider_changes_the_scatter(run):
-    view = MisalignmentView(_trajs(run) + _trajs(run, "explorer"), env="lock")
+    view = MisalignmentView(_trajs(run) + _trajs(run, "explorer"), env="dial")
     before = _ys(view.figures["scatter"])
     title = view.figures["scatter"].layout.title.text
     assert "Kendall τ" in title and "eps=0.00" in title
@@ -325,7 +325,7 @@ def test_eps_slider_changes_the_scatter(run):
 
 def test_role_and_group_filters(run):
     table = load_turns(run["dir"])
-    view = MisalignmentView(table, env="lock")
+    view = MisalignmentView(table, env="dial")
     assert set(view.role.options) >= {"all", "actor", "explorer"}
     n_all = len(_ys(view.figures["scatter"]))
     view.role.value = "explorer"
@@ -340,7 +340,7 @@ def test_role_and_group_filters(run):
 
 def test_reward_timeline_lines_follow_eps_and_group(run):
     trajs = _trajs(run)
-    timeline = RewardTimeline(trajs, env="lock")
+    timeline = RewardTimeline(trajs, env="dial")
     group = timeline.group.value
     n_group = sum(t.group_id == group for t in trajs)
     lines = [t for t in timeline.figure.data if t.showlegend is not False]
@@ -409,7 +409,7 @@ def test_swap_inspector_task_dropdown_and_rescued_marks():
         "buffer": buffer,
     }
     event = Event("on_swap", 1, {}, data)
-    inspector = SwapInspector(event, AlgoConfig(name="grpo"), RewardModel.build("lock"))
+    inspector = SwapInspector(event, AlgoConfig(name="grpo"), RewardModel.build("dial"))
     s = inspector.tables.summary.set_index("task_id")
     assert s.loc["a", "rescued"] and not s.loc["b", "rescued"] and s.loc["a", "admitted"] == 1
     assert inspector.task.value == "a"  # opens on the rescued group
