@@ -70,6 +70,7 @@ GGUF_PRESETS: dict[str, tuple[str, str, ModelPreset]] = {
     ),
 }
 CORPUS_ENVS = ("alfworld", "webshop")  # envs whose text trains the preset tokenizers
+CORPUS_VERSION = 2  # bump when the corpus recipe (episodes, template words) changes
 
 
 def qwen2_config(p: ModelPreset, tokenizer) -> Qwen2Config:
@@ -101,7 +102,9 @@ def _corpus(envs: tuple[str, ...]) -> tuple[str, ...]:
 
 def corpus_texts(envs: tuple[str, ...] = CORPUS_ENVS) -> list[str]:
     """The tokenizer corpus, computed once and cached on disk (it needs env rollouts)."""
-    path = cache_dir() / "corpus" / f"{'-'.join(envs)}.json"
+    # versioned: a corpus cached by older code would silently give another tokenizer than a fresh
+    # checkout builds (seen: a long-lived cache differed from a fresh clone's at text 170)
+    path = cache_dir() / "corpus" / f"{'-'.join(envs)}-v{CORPUS_VERSION}.json"
     if path.is_file():
         return json.loads(path.read_text())
     texts = list(_corpus(envs))
