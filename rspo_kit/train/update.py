@@ -235,6 +235,16 @@ def _unit_tensors(flat: Flat, current: dict, mode: str, swap: SwapConfig):
     return old, weights, shaped
 
 
+def _prepare(learner: Learner, flat: Flat, cfg: AlgoConfig, swap: SwapConfig, temperature: float):
+    """Steps 2-3 of the recipe: the pre-pass, the advantages, and the per-unit loss inputs."""
+    learner.policy.model.eval()  # no dropout in the tiny presets; keeps pre-pass and loss consistent
+    current, values = _prepass(learner, flat, cfg, temperature)
+    adv = ADVANTAGES[cfg.name](flat, cfg, values)
+    if not torch.isfinite(adv.step).all():
+        raise FloatingPointError(f"non-finite advantages in the {cfg.name} update")
+    return values, adv, _unit_tensors(flat, current, learner.policy.mode, swap)
+
+
 def update(
     learner: Learner,
     batch: UpdateBatch,
@@ -248,15 +258,8 @@ def update(
     flat = flatten(batch)
     if not flat.steps:
         return {}
-    mode = learner.policy.mode
     swap = offpolicy or SwapConfig()
-    learner.policy.model.eval()  # no dropout in the tiny presets; keeps pre-pass and loss consistent
-    current, values = _prepass(learner, flat, cfg, temperature)
-    adv = ADVANTAGES[cfg.name](flat, cfg, values)
-    if not torch.isfinite(adv.step).all():
-        raise FloatingPointError(f"non-finite advantages in the {cfg.name} update")
-
-    old, weights, shaped = _unit_tensors(flat, current, mode, swap)
+    values, adv, (old, weights, shaped) = _prepare(learner, flat, cfg, swap, temperature)
 
     generator = torch.Generator().manual_seed(seed)
     sums: dict[str, list[float]] = {}
@@ -350,10 +353,7 @@ def policy_gradient(
 ) -> list[torch.Tensor]:
     """The policy-loss gradient over the whole batch in one pass, without stepping (the swap test)."""
     flat = flatten(batch)
-    current, values = _prepass(learner, flat, cfg, temperature)
-    adv = ADVANTAGES[cfg.name](flat, cfg, values)
-    old, weights, shaped = _unit_tensors(flat, current, learner.policy.mode, offpolicy or SwapConfig())
-    out, _, _ = _surrogate(
-        learner, flat, adv, list(range(len(flat.steps))), old, weights, shaped, cfg, temperature
-    )
+    _, adv, (old, weights, shaped) = _prepare(learner, flat, cfg, offpolicy or SwapConfig(), temperature)
+    every_step = list(range(len(flat.steps)))
+    out, _, _ = _surrogate(learner, flat, adv, every_step, old, weights, shaped, cfg, temperature)
     return list(torch.autograd.grad(out.loss, learner.params, allow_unused=True))
