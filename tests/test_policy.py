@@ -139,7 +139,10 @@ def test_candidate_scores_match_teacher_forcing(tiny):
 def test_candidate_scores_give_teacher_forcing_gradients(tiny):
     """The packed tree-mask pass is differentiable like scoring each candidate alone (SFT and RL use it)."""
     tok = tiny.tokenizer
-    prompts = [tok("Task: put a apple in fridge. Now: you see a fridge 1")["input_ids"], tok("Now:")["input_ids"]]
+    prompts = [
+        tok("Task: put a apple in fridge. Now: you see a fridge 1")["input_ids"],
+        tok("Now:")["input_ids"],
+    ]
     cands = [
         [tiny.encode_action(a) for a in ("go to fridge 1", "look")],
         [tiny.encode_action(a) for a in ("inventory", "go to sinkbasin 1", "go to fridge 1")],

@@ -273,8 +273,32 @@ def test_a_learned_prm_drives_the_explorer(tmp_path):
 
 
 def test_an_env_step_budget_ends_the_run_with_an_evaluation(tmp_path):
-    cfg = _smoke("dial", "grpo", True, tmp_path, train__iterations=100, train__max_env_steps=40)
+    cfg = _smoke(
+        "dial",
+        "grpo",
+        True,
+        tmp_path,
+        train__iterations=100,
+        train__max_env_steps=40,
+        train__final_eval_split="eval_unseen",
+    )
     m = train(cfg).metrics
     steps = m["rollout/cumulative_env_steps"]
     assert steps.iloc[-1] >= 40 and steps.iloc[-2] < 40 and len(m) < 100
     assert math.isfinite(m["eval/success"].iloc[-1])
+    # the second split is evaluated once, at the end
+    assert m["eval_unseen/success"].notna().tolist() == [False] * (len(m) - 1) + [True]
+
+
+def test_iteration_time_is_split_into_parts(tmp_path):
+    """The perf/* parts the benchmark reads exist and fit inside the iteration's wall time."""
+    m = train(_smoke("dial", "gigpo", "rspo", tmp_path, train__iterations=1)).metrics.iloc[-1]
+    parts = [
+        f"perf/{role}_{part}_s"
+        for role in ("rollout", "explorer_rollout")
+        for part in ("prompt", "model", "env")
+    ]
+    parts += ["perf/update_prepass_s", "perf/update_advantages_s", "perf/update_minibatch_s"]
+    parts += ["perf/explorer_update_s", "perf/swap_s", "perf/tables_s", "perf/eval_s"]
+    assert all(m[p] >= 0 for p in parts), m[parts]
+    assert sum(m[p] for p in parts) <= m["perf/iteration_s"]

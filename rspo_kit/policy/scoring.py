@@ -76,7 +76,7 @@ def packed_batch(
         for c, cand in enumerate(cands):
             first = len(seq)
             rows += [b] * len(cand)
-            cols += [len(prompt) - 1] + list(range(first, first + len(cand) - 1))
+            cols += [len(prompt) - 1, *range(first, first + len(cand) - 1)]
             targets += list(cand)
             seq += list(cand)
             seg += [c + 1] * len(cand)
@@ -89,7 +89,11 @@ def packed_batch(
     seg = torch.full((len(seqs), width), -1, dtype=torch.long)  # -1 pad, 0 prompt, c+1 candidate c
     pos = torch.zeros((len(seqs), width), dtype=torch.long)
     for b, (s, g, p) in enumerate(zip(seqs, segs, poss, strict=True)):
-        ids[b, : len(s)], seg[b, : len(s)], pos[b, : len(s)] = torch.tensor(s), torch.tensor(g), torch.tensor(p)
+        ids[b, : len(s)], seg[b, : len(s)], pos[b, : len(s)] = (
+            torch.tensor(s),
+            torch.tensor(g),
+            torch.tensor(p),
+        )
     key, query = seg[:, None, :], seg[:, :, None]
     mask = torch.ones(width, width, dtype=torch.bool).tril() & (key >= 0) & ((key == 0) | (key == query))
     mask |= torch.eye(width, dtype=torch.bool)  # padding rows see themselves: no all-masked (NaN) rows

@@ -180,6 +180,9 @@ class TrainConfig:
     eval_every: int = 5  # iterations; the last iteration is always evaluated
     eval_split: str = "eval"
     eval_n: int = 30
+    # also evaluate eval_n tasks of this split once, after the last iteration ("" = none): scenes or
+    # goals unseen in training, reported as eval_unseen/* (issue 8's second split)
+    final_eval_split: str = ""
     checkpoint_every: int = 1
     run_dir: str | None = None  # None: runs/<time>_<env>_<algo>_<swap>_s<seed>
     threads: int | None = None  # torch threads; None leaves torch's default

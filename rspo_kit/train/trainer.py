@@ -174,14 +174,15 @@ class Trainer:
         return random.Random(":".join(map(str, (self.cfg.train.seed, *parts)))).getrandbits(31)
 
     # ------------------------------------------------------------------------------------- phases
-    def evaluate(self) -> dict[str, float]:
+    def evaluate(self, split: str | None = None, prefix: str = "eval") -> dict[str, float]:
+        """Greedy evaluation of the actor on ``eval_n`` fixed tasks of ``split`` (default: the eval split)."""
         cfg = self.cfg
         if cfg.train.eval_n == 0:
             return {}
         res = evaluate(
             self._learner("actor").policy,
             cfg.env.name,
-            cfg.train.eval_split,
+            split or cfg.train.eval_split,
             cfg.train.eval_n,
             greedy=True,
             n_workers=cfg.env.n_workers,
@@ -190,15 +191,16 @@ class Trainer:
             env_kwargs={"engine": cfg.env.engine} if cfg.env.engine else None,
         )
         return {
-            "eval/success": res.success,
-            "eval/ci_low": res.ci_low,
-            "eval/ci_high": res.ci_high,
-            "eval/score": res.mean_score,
-            "eval/invalid_share": res.invalid_share,
-            "eval/episode_steps": res.mean_steps,
+            f"{prefix}/success": res.success,
+            f"{prefix}/ci_low": res.ci_low,
+            f"{prefix}/ci_high": res.ci_high,
+            f"{prefix}/score": res.mean_score,
+            f"{prefix}/invalid_share": res.invalid_share,
+            f"{prefix}/episode_steps": res.mean_steps,
         }
 
-    def _rollout(self, runner, role: str, tasks, group_size: int, k: int) -> list[Trajectory]:
+    def _rollout(self, runner, role: str, tasks, group_size: int, k: int, row: dict) -> list[Trajectory]:
+        """A rollout of ``role``; its wall time split into prompt building, model and env goes in ``row``."""
         cfg = self.cfg
         rcfg = RolloutConfig(
             group_size=group_size,
@@ -206,7 +208,20 @@ class Trainer:
             max_new_tokens=cfg.policy.max_new_tokens,
         )
         seed = 2 * cfg.train.seed + (role == "explorer")
-        return rollout(self._learner(role).policy, runner, tasks, rcfg, iteration=k, seed=seed, source=role)
+        clock: dict[str, float] = {}
+        trajs = rollout(
+            self._learner(role).policy,
+            runner,
+            tasks,
+            rcfg,
+            iteration=k,
+            seed=seed,
+            source=role,
+            timings=clock,
+        )
+        prefix = "rollout" if role == "actor" else "explorer_rollout"
+        row |= {f"perf/{prefix}_{part}_s": seconds for part, seconds in clock.items()}
+        return trajs
 
     def _explorer_phase(self, runner, tasks, actor_trajs, k: int, row: dict) -> list[Trajectory]:
         """RSPO steps 2-3: derive B from A (sync, then dense updates), then B's rollout."""
@@ -230,10 +245,13 @@ class Trainer:
                 cfg.policy.temperature,
                 self._seed("explorer", k, u),
             )
-            row |= {f"explorer/{key}": v for key, v in m.items()}
+            row |= {
+                f"perf/explorer_{key[5:]}" if key.startswith("perf/") else f"explorer/{key}": v
+                for key, v in m.items()
+            }
         row["perf/explorer_update_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        trajs = self._rollout(runner, "explorer", tasks, cfg.swap.explorer_group_size, k)
+        trajs = self._rollout(runner, "explorer", tasks, cfg.swap.explorer_group_size, k, row)
         row["perf/explorer_rollout_s"] = time.perf_counter() - t0
         self.explorer_batch = trajs
         return trajs
@@ -246,7 +264,7 @@ class Trainer:
         tasks = random.Random(self._seed("tasks", k)).sample(self.pool, cfg.env.tasks_per_iteration)
 
         t0 = time.perf_counter()
-        actor = self._rollout(runner, "actor", tasks, cfg.algo.group_size, k)
+        actor = self._rollout(runner, "actor", tasks, cfg.algo.group_size, k, row)
         row["perf/rollout_s"] = time.perf_counter() - t0
         row |= _rollout_metrics("rollout", actor, self.rewards)
         steps = sum(t.env_steps for t in actor)
@@ -263,6 +281,7 @@ class Trainer:
                 "on_rollout_end",
                 Event("on_rollout_end", k, {}, {"role": "explorer", "trajectories": explorer}),
             )
+            t0 = time.perf_counter()
             outcome = self.rewards.outcome_return
             actor_outcomes: dict[str, set[float]] = {}
             for t in actor:
@@ -285,6 +304,7 @@ class Trainer:
                 admitted,
                 len(self.buffer),
             )
+            row["perf/swap_s"] = time.perf_counter() - t0
             self._emit(
                 "on_swap",
                 Event(
@@ -317,13 +337,21 @@ class Trainer:
         self._emit("on_update_end", Event("on_update_end", k, dict(row), {"batch": batch}))
 
         if cfg.train.tables:
+            t0 = time.perf_counter()
             self._write_table(k, mixed, actor_rewards, explorer)
+            row["perf/tables_s"] = time.perf_counter() - t0
         if k % cfg.train.eval_every == 0 or k == cfg.train.iterations or self.budget_spent:
             t0 = time.perf_counter()
             row |= self.evaluate()
+            split = cfg.train.final_eval_split
+            if split and (k == cfg.train.iterations or self.budget_spent):
+                row |= self.evaluate(split, prefix=split)
             row["perf/eval_s"] = time.perf_counter() - t0
             self._emit(
-                "on_eval", Event("on_eval", k, {key: v for key, v in row.items() if key.startswith("eval/")})
+                "on_eval",
+                Event(
+                    "on_eval", k, {key: v for key, v in row.items() if key.startswith(("eval/", f"{split}/"))}
+                ),
             )
         row["perf/iteration_s"] = time.perf_counter() - t_iter
         self.iteration = k

@@ -14,6 +14,7 @@ The recipe, for actor and explorer alike:
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -235,14 +236,30 @@ def _unit_tensors(flat: Flat, current: dict, mode: str, swap: SwapConfig):
     return old, weights, shaped
 
 
-def _prepare(learner: Learner, flat: Flat, cfg: AlgoConfig, swap: SwapConfig, temperature: float):
-    """Steps 2-3 of the recipe: the pre-pass, the advantages, and the per-unit loss inputs."""
+def _prepare(
+    learner: Learner,
+    flat: Flat,
+    cfg: AlgoConfig,
+    swap: SwapConfig,
+    temperature: float,
+    clock: dict[str, float] | None = None,
+):
+    """Steps 2-3 of the recipe: the pre-pass, the advantages, and the per-unit loss inputs.
+
+    ``clock``, if given, receives the seconds of the pre-pass (model) and of the rest (bookkeeping).
+    """
+    t0 = time.perf_counter()
     learner.policy.model.eval()  # no dropout in the tiny presets; keeps pre-pass and loss consistent
     current, values = _prepass(learner, flat, cfg, temperature)
+    t1 = time.perf_counter()
     adv = ADVANTAGES[cfg.name](flat, cfg, values)
     if not torch.isfinite(adv.step).all():
         raise FloatingPointError(f"non-finite advantages in the {cfg.name} update")
-    return values, adv, _unit_tensors(flat, current, learner.policy.mode, swap)
+    units = _unit_tensors(flat, current, learner.policy.mode, swap)
+    if clock is not None:
+        clock["perf/update_prepass_s"] = t1 - t0
+        clock["perf/update_advantages_s"] = time.perf_counter() - t1
+    return values, adv, units
 
 
 def update(
@@ -255,11 +272,15 @@ def update(
     reference: Policy | None = None,
 ) -> dict[str, float]:
     """One X-update of ``learner`` on ``batch``; returns ``loss/*``, ``adv/*`` (and ``is/*``) metrics."""
+    t_flat = time.perf_counter()
     flat = flatten(batch)
     if not flat.steps:
         return {}
     swap = offpolicy or SwapConfig()
-    values, adv, (old, weights, shaped) = _prepare(learner, flat, cfg, swap, temperature)
+    t0 = time.perf_counter()
+    clock: dict[str, float] = {}
+    values, adv, (old, weights, shaped) = _prepare(learner, flat, cfg, swap, temperature, clock)
+    t1 = time.perf_counter()
 
     generator = torch.Generator().manual_seed(seed)
     sums: dict[str, list[float]] = {}
@@ -274,6 +295,10 @@ def update(
                 sums.setdefault(k, []).append(v)
 
     metrics = {k: sum(v) / len(v) for k, v in sums.items()}
+    metrics |= clock | {
+        "perf/update_flatten_s": t0 - t_flat,
+        "perf/update_minibatch_s": time.perf_counter() - t1,
+    }
     metrics |= adv.metrics
     metrics["adv/mean"] = float(adv.step.mean())
     metrics["adv/abs_mean"] = float(adv.step.abs().mean())
