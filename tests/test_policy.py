@@ -13,7 +13,7 @@ from rspo_kit.policy.experts import alfworld_search_action, parse_alfworld_instr
 from rspo_kit.policy.prompts import AlfworldMemory, EpisodeContext, PromptConfig, build_prompt, parse_action
 from rspo_kit.policy.rollout import Policy, RolloutConfig, rollout
 from rspo_kit.policy.scoring import candidate_logprobs, generate, reply_logprobs
-from rspo_kit.policy.sft import SFTConfig, collect_demonstrations, sft_loss, train_sft
+from rspo_kit.policy.sft import Sample, SFTConfig, collect_demonstrations, sft_loss, train_sft
 
 
 @pytest.mark.parametrize(
@@ -49,13 +49,16 @@ def test_alfworld_memory_tracks_what_was_seen():
         "open fridge 1", "You open the fridge 1. The fridge 1 is open. In it, you see a apple 1, and a egg 2."
     )
     m = m.update("take apple 1 from fridge 1", "You pick up the apple 1 from the fridge 1.")
-    m = m.update("go to countertop 1", "You arrive at countertop 1. On the countertop 1, you see nothing.")
-    assert (
-        m.render()
-        == "At: countertop 1. Holding: apple 1. cabinet 1: ?; countertop 1: nothing; fridge 1: egg 2"
+    assert m.render().startswith("At: fridge 1. Holding: apple 1. Found: nothing. ")
+    m = m.update("cool apple 1 with fridge 1", "You cool the apple 1 using the fridge 1.")
+    m = m.update("go to countertop 1", "You arrive at countertop 1. On the countertop 1, you see a apple 3.")
+    assert m.render() == (
+        "At: countertop 1. Holding: apple 1 (cool). Found: apple 3 in countertop 1. "
+        "cabinet 1: ?; countertop 1: apple 3; fridge 1: egg 2"
     )
     m = m.update("move apple 1 to countertop 1", "You move the apple 1 to the countertop 1.")
-    assert m.holding == "" and m.contents["countertop 1"] == "apple 1"
+    assert m.holding == "" and m.treated == "" and m.contents["countertop 1"] == "apple 3, apple 1"
+    assert m.found() == ["apple 3 in countertop 1", "apple 1 in countertop 1"]
 
 
 def test_instruction_parser_covers_every_template():
@@ -266,13 +269,19 @@ def test_actor_explorer_sync_and_reference(lora):
 
 
 def test_sft_loss_is_the_mean_reply_nll_of_teacher_forcing(tiny):
-    batch = [(list(range(5, 60)), [7, 8, 9, 4]), (list(range(9, 30)), [11, 4])]
+    batch = [Sample(list(range(5, 60)), [7, 8, 9, 4]), Sample(list(range(9, 30)), [11, 4])]
     with torch.no_grad():
         loss = sft_loss(tiny.model, batch, tiny.tokenizer.pad_token_id)
         lps = reply_logprobs(
-            tiny.model, [p for p, _ in batch], [r for _, r in batch], tiny.tokenizer.pad_token_id
+            tiny.model, [s.prompt for s in batch], [s.reply for s in batch], tiny.tokenizer.pad_token_id
+        )
+        # weights scale each sample's tokens: weight 3 on the first counts its 4 tokens three times
+        weighted = sft_loss(
+            tiny.model, [batch[0]._replace(weight=3.0), batch[1]], tiny.tokenizer.pad_token_id
         )
     assert float(loss) == pytest.approx(float(-torch.cat(lps).mean()), rel=1e-5)
+    expected = -(3 * lps[0].sum() + lps[1].sum()) / (3 * 4 + 2)
+    assert float(weighted) == pytest.approx(float(expected), rel=1e-5)
 
 
 def test_saved_policy_loads_with_its_mode_and_weights(tiny, tmp_path):

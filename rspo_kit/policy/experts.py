@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from rspo_kit.policy.prompts import AlfworldMemory, EpisodeContext
+from rspo_kit.policy.prompts import object_kind as _kind
 
 _TASK_PATTERNS = (
     (r"^look at (\w+) under the (\w+)", "look_at_obj_in_light"),
@@ -53,10 +54,6 @@ def parse_alfworld_instruction(instruction: str) -> ParsedTask | None:
         if m := re.match(pattern, text):
             return ParsedTask(task_type, m.group(1), m.group(2))
     return None
-
-
-def _kind(name: str) -> str:
-    return name.rsplit(" ", 1)[0]
 
 
 def alfworld_search_action(ctx: EpisodeContext) -> str:

@@ -70,7 +70,7 @@ GGUF_PRESETS: dict[str, tuple[str, str, ModelPreset]] = {
     ),
 }
 CORPUS_ENVS = ("alfworld", "webshop")  # envs whose text trains the preset tokenizers
-CORPUS_VERSION = 2  # bump when the corpus recipe (episodes, template words) changes
+CORPUS_VERSION = 3  # bump when the corpus recipe (episodes, template words) changes
 
 
 def qwen2_config(p: ModelPreset, tokenizer) -> Qwen2Config:

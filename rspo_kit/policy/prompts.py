@@ -1,9 +1,12 @@
 """Per-step prompts with a compact memory, and the projection from a model reply to an action.
 
 A tiny model sees only its prompt, so the prompt carries what a person would remember: for ALFWorld
-the receptacles of the room in order, each as ``?`` (not yet looked at), ``closed`` or what was seen
-in it, where the agent is and what it holds; for WebShop the queries tried and the items viewed.
-Then the last ``k`` (action, observation) pairs, the current observation and the admissible actions.
+where the agent is, what it holds (and whether it already heated, cooled or cleaned it), the objects
+seen so far whose kind the task names (``Found:``, the note a person searching for a mug would keep),
+and the receptacles of the room in order, each as ``?`` (not yet looked at), ``closed`` or what was
+seen in it; for WebShop the queries tried and the items viewed.
+Then the last ``k`` (action, observation) pairs, the current observation, the admissible actions, and
+the task last.
 Length is bounded: the oldest history goes first, then the action list; the current observation and
 the memory are never cut.
 """
@@ -20,6 +23,7 @@ TEMPLATE_WORDS = (
     "Memory: ",
     "At: ",
     "Holding: ",
+    "Found: ",
     "nothing",
     "Recent: ",
     "Now: ",
@@ -36,6 +40,9 @@ _OPEN = re.compile(r"^You open the (.+?)\. (.*)$", re.S)
 _CONTENTS = re.compile(r"(?:On the .+?, you see|In it, you see) (.*?)\.$", re.S)
 _PICK = re.compile(r"^You pick up the (.+?) from the (.+?)\.$")
 _MOVE = re.compile(r"^You move the (.+?) to the (.+?)\.$")
+_TREAT = re.compile(r"^You (heat|cool|clean) the (.+?) using the (.+?)\.$")
+_TASK = re.compile(r"Your task is to: (.*?)(?:\n|$)")
+_TREATED = {"heat": "hot", "cool": "cool", "clean": "clean"}
 
 
 def _split_list(text: str) -> list[str]:
@@ -46,6 +53,11 @@ def _split_list(text: str) -> list[str]:
     return [re.sub(r"^(a|an|the) ", "", item.strip()) for item in items if item.strip()]
 
 
+def object_kind(name: str) -> str:
+    """'mug 3' -> 'mug'."""
+    return name.rsplit(" ", 1)[0]
+
+
 @dataclass(frozen=True)
 class AlfworldMemory:
     """What the agent has seen of the room: receptacles in order, contents, location, inventory."""
@@ -54,14 +66,18 @@ class AlfworldMemory:
     contents: dict[str, str] = field(default_factory=dict)  # receptacle -> "?", "closed" or "a, b"
     at: str = ""
     holding: str = ""
+    treated: str = ""  # "hot", "cool" or "clean" once the held object was heated, cooled or cleaned
+    task_words: frozenset[str] = frozenset()  # words of the task: object kinds worth noting
 
     def update(self, action: str, observation: str) -> AlfworldMemory:
         m = _RECEPTACLES.search(observation)
         if m:  # the opening look: the room's receptacles, none looked at yet
             order = tuple(_split_list(m.group(1)))
-            return AlfworldMemory(order, {r: "?" for r in order}, "", "")
+            task = _TASK.search(observation)
+            words = frozenset(re.findall(r"[a-z]+", task.group(1).lower())) if task else frozenset()
+            return AlfworldMemory(order, {r: "?" for r in order}, task_words=words)
         contents = dict(self.contents)
-        at, holding = self.at, self.holding
+        at, holding, treated = self.at, self.holding, self.treated
         if m := _ARRIVE.match(observation) or _OPEN.match(observation):
             at, rest = m.group(1), m.group(2)
             if rest.startswith(f"The {at} is closed"):
@@ -69,19 +85,32 @@ class AlfworldMemory:
             elif c := _CONTENTS.search(rest):
                 contents[at] = ", ".join(_split_list(c.group(1))) or "nothing"
         elif m := _PICK.match(observation):
-            holding, rec = m.group(1), m.group(2)
+            holding, rec, treated = m.group(1), m.group(2), ""
             left = [o for o in contents.get(rec, "").split(", ") if o and o != holding]
             contents[rec] = ", ".join(left) or "nothing"
         elif m := _MOVE.match(observation):
             obj, rec = m.group(1), m.group(2)
             have = [o for o in contents.get(rec, "").split(", ") if o and o not in ("nothing", "?", "closed")]
             contents[rec] = ", ".join([*have, obj])
-            holding = ""
-        return replace(self, contents=contents, at=at, holding=holding)
+            holding, treated = "", ""
+        elif (m := _TREAT.match(observation)) and m.group(2) == holding:
+            treated = _TREATED[m.group(1)]
+        return replace(self, contents=contents, at=at, holding=holding, treated=treated)
+
+    def found(self) -> list[str]:
+        """'mug 3 in cabinet 2' for every object seen whose kind the task names, in room order."""
+        return [
+            f"{o} in {r}"
+            for r in self.order
+            for o in self.contents.get(r, "").split(", ")
+            if o and object_kind(o) in self.task_words
+        ]
 
     def render(self) -> str:
         seen = "; ".join(f"{r}: {self.contents.get(r, '?')}" for r in self.order)
-        return f"At: {self.at or 'start'}. Holding: {self.holding or 'nothing'}. {seen}"
+        holding = f"{self.holding} ({self.treated})" if self.holding and self.treated else self.holding
+        found = ", ".join(self.found()) or "nothing"
+        return f"At: {self.at or 'start'}. Holding: {holding or 'nothing'}. Found: {found}. {seen}"
 
 
 @dataclass(frozen=True)
@@ -144,7 +173,9 @@ class EpisodeContext:
 
 
 def _user_message(ctx: EpisodeContext, cfg: PromptConfig, history: int, actions: bool) -> str:
-    parts = [f"Task: {ctx.instruction}", f"Memory: {ctx.memory.render()}"]
+    # The task comes last, right before the reply: its words (the object, the destination) are what
+    # the candidates must be matched against, and a tiny model attends most easily to nearby tokens.
+    parts = [f"Memory: {ctx.memory.render()}"]
     recent = ctx.history[-history:] if history else []
     if recent:  # the last action's result is the current observation, shown below as "Now"
         steps = [f"> {a} | {o.strip()}" for a, o in recent[:-1]] + [f"> {recent[-1][0]}"]
@@ -152,6 +183,7 @@ def _user_message(ctx: EpisodeContext, cfg: PromptConfig, history: int, actions:
     parts.append(f"Now: {ctx.observation.strip()}")
     if actions and ctx.admissible:
         parts.append("Actions: " + " | ".join(ctx.admissible))
+    parts.append(f"Task: {ctx.instruction}")
     parts.append(
         "Reply with <action>your action</action>."
         if cfg.reply_format == "tagged"

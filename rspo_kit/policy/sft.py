@@ -34,6 +34,8 @@ class Sample(NamedTuple):
     reply: list[int]
     candidates: list[list[int]] | None = None  # every admissible action's ids (choice mode)
     chosen: int | None = None  # the teacher's candidate
+    verb: str = ""  # the action's first word ("go", "take", "click", ...): for verb-balanced weights
+    weight: float = 1.0  # the sample's weight in the loss
 
 
 def _teacher(env: str) -> Callable[[EpisodeContext], str] | None:
@@ -84,17 +86,39 @@ def collect_demonstrations(
     return samples, {"teacher_success": won / max(1, len(tasks)), "samples": len(samples)}
 
 
+def _verb(action: str) -> str:
+    """'take mug 1 from cabinet 2' -> 'take'; 'search[red shoes]' -> 'search'."""
+    return action.split("[", 1)[0].split(" ", 1)[0]
+
+
 def _sample(policy: Policy, ctx: EpisodeContext, action: str) -> Sample:
-    prompt = build_prompt(ctx, policy.tokenizer, policy.prompt)
+    prompt, verb = build_prompt(ctx, policy.tokenizer, policy.prompt), _verb(action)
     if policy.mode != "choice":
-        return Sample(prompt, policy.encode_action(action))
+        return Sample(prompt, policy.encode_action(action), verb=verb)
     actions, cands = candidate_set(policy, ctx.admissible)
     k = chosen_index(actions, action)
     if k is not None and action.startswith("search["):  # as the rollout writes it: prefix, then the query
-        return Sample(
-            prompt, cands[k] + policy.tokenizer(action[7:], add_special_tokens=False)["input_ids"], cands, k
-        )
-    return Sample(prompt, policy.encode_action(action), cands, k)
+        query = policy.tokenizer(action[7:], add_special_tokens=False)["input_ids"]
+        return Sample(prompt, cands[k] + query, cands, k, verb)
+    return Sample(prompt, policy.encode_action(action), cands, k, verb)
+
+
+def balance_verbs(samples: Sequence[Sample], power: float) -> list[Sample]:
+    """Weights proportional to freq(verb) ** -power, mean 1: rare decisions (take, move) count more.
+
+    ALFWorld demonstrations are half ``go to`` steps and a tenth ``take``; ``power=0.5`` weighs a
+    ``take`` sample about twice a ``go`` sample instead of equal (0: all weights 1).
+
+    >>> demos = [Sample([], [], verb="go")] * 3 + [Sample([], [], verb="take")]
+    >>> [round(s.weight, 3) for s in balance_verbs(demos, 1.0)]
+    [0.667, 0.667, 0.667, 2.0]
+    """
+    counts: dict[str, int] = {}
+    for s in samples:
+        counts[s.verb] = counts.get(s.verb, 0) + 1
+    raw = [counts[s.verb] ** -power for s in samples]
+    mean = sum(raw) / max(1, len(raw))
+    return [s._replace(weight=r / mean) for s, r in zip(samples, raw, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -109,12 +133,16 @@ class SFTConfig:
     # from) added to the reply NLL. The NLL alone left `take X from Y` underweighted: a 20-minute
     # run picked it in 4 of 35 teacher-forced states, while `go to` steps dominate the token count.
     choice_weight: float = 1.0
+    # samples weighted by freq(verb) ** -balance (0: unweighted); see ``balance_verbs``
+    balance: float = 0.0
 
     def __post_init__(self) -> None:
         if self.lr <= 0 or self.batch_size < 1 or self.epochs < 1:
             raise ValueError(f"SFTConfig needs lr > 0, batch_size >= 1, epochs >= 1; got {self}")
         if self.choice_weight < 0:
             raise ValueError(f"SFTConfig.choice_weight must be >= 0, got {self.choice_weight}")
+        if self.balance < 0:
+            raise ValueError(f"SFTConfig.balance must be >= 0, got {self.balance}")
 
 
 def sft_loss(model, batch: Sequence[Sample], pad_id: int) -> torch.Tensor:
@@ -132,13 +160,15 @@ def sft_loss(model, batch: Sequence[Sample], pad_id: int) -> torch.Tensor:
     # position t predicts token t+1: the reply's tokens are predicted from the positions before them
     cols = torch.tensor([width - 1 - len(r) + j for r in replies for j in range(len(r))], device=device)
     targets = ids[rows, cols + 1]
+    weights = torch.tensor([s.weight for s in batch], device=device)[rows]  # (N,) per reply token
     decoder, head = getattr(model, "model", None), getattr(model, "lm_head", None)
     if decoder is not None and head is not None:
         hidden = decoder(input_ids=ids, attention_mask=mask, position_ids=positions(mask)).last_hidden_state
         logits = head(hidden[rows, cols])  # (N, V)
     else:  # e.g. a peft wrapper: fall back to the full forward
         logits = model(input_ids=ids, attention_mask=mask, position_ids=positions(mask)).logits[rows, cols]
-    return torch.nn.functional.cross_entropy(logits.float(), targets)
+    nll = torch.nn.functional.cross_entropy(logits.float(), targets, reduction="none")
+    return (weights * nll).sum() / weights.sum()
 
 
 def choice_loss(model, batch: Sequence[Sample], pad_id: int, choice_weight: float = 1.0) -> torch.Tensor:
@@ -153,22 +183,23 @@ def choice_loss(model, batch: Sequence[Sample], pad_id: int, choice_weight: floa
     scored = [s for s in batch if s.candidates and s.chosen is not None]
     plain = [s for s in batch if not (s.candidates and s.chosen is not None)]
     queries = [
-        Sample(s.prompt + s.candidates[s.chosen], s.reply[len(s.candidates[s.chosen]) :])
+        Sample(s.prompt + s.candidates[s.chosen], s.reply[len(s.candidates[s.chosen]) :], weight=s.weight)
         for s in scored
         if len(s.reply) > len(s.candidates[s.chosen])
     ]
     losses, weights = [], []
     if scored:
         seq_lp = candidate_logprobs(model, [s.prompt for s in scored], [s.candidates for s in scored], pad_id)
+        w = torch.tensor([s.weight for s in scored], device=seq_lp[0].device)  # (B,)
         chosen = torch.stack([lp[s.chosen] for lp, s in zip(seq_lp, scored, strict=True)])  # (B,)
         ce = -torch.stack([lp.log_softmax(-1)[s.chosen] for lp, s in zip(seq_lp, scored, strict=True)])
-        tokens = sum(len(s.candidates[s.chosen]) for s in scored)
-        losses.append(-chosen.sum() / tokens + choice_weight * ce.mean())
-        weights.append(len(scored))
+        tokens = torch.tensor([len(s.candidates[s.chosen]) for s in scored], device=w.device)
+        losses.append(-(w * chosen).sum() / (w * tokens).sum() + choice_weight * (w * ce).sum() / w.sum())
+        weights.append(float(w.sum()))
     for extra in (queries, plain):
         if extra:
             losses.append(sft_loss(model, extra, pad_id))
-            weights.append(len(extra))
+            weights.append(sum(s.weight for s in extra))
     total = sum(weights)
     return sum(w / total * loss for w, loss in zip(weights, losses, strict=True))
 
@@ -195,6 +226,8 @@ def train_sft(policy: Policy, samples: Sequence[Sample], cfg: SFTConfig, progres
     if not samples:
         raise ValueError("train_sft needs at least one sample")
     model, pad_id = policy.model, policy.tokenizer.pad_token_id
+    if cfg.balance:
+        samples = balance_verbs(samples, cfg.balance)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     rng = random.Random(cfg.seed)
     steps_per_epoch = (len(samples) + cfg.batch_size - 1) // cfg.batch_size

@@ -36,6 +36,9 @@ def main(argv=None) -> int:
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--choice-weight", type=float, default=1.0, help="candidate cross-entropy (choice mode)")
+    ap.add_argument(
+        "--balance", type=float, default=0.0, help="verb-balanced sample weights: freq ** -balance"
+    )
     ap.add_argument("--eval-n", type=int, default=60)
     ap.add_argument("--pass-n", type=int, default=30, help="tasks for pass@8")
     ap.add_argument("--max-steps", type=int, default=None)
@@ -67,6 +70,7 @@ def main(argv=None) -> int:
         epochs=args.epochs,
         time_budget_s=60 * args.minutes,
         choice_weight=args.choice_weight,
+        balance=args.balance,
     )
     report["sft"] = train_sft(policy, samples, cfg)
     save_policy(policy, out / "policy")

@@ -30,7 +30,7 @@ def warmstart_key(cfg: RunConfig) -> str:
         "demo_tasks": p.sft_demo_tasks,
         "minutes": p.sft_minutes,
         "lr": p.sft_lr,
-        "version": 2,  # bump when the SFT recipe changes
+        "version": 3,  # bump when the SFT recipe or the prompt layout changes
     }
     digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
     return f"{e.name}_{Path(p.preset).name}_{digest}"
