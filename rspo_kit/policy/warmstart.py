@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--choice-weight", type=float, default=1.0, help="candidate cross-entropy (choice mode)")
     ap.add_argument(
-        "--balance", type=float, default=0.0, help="verb-balanced sample weights: freq ** -balance"
+        "--balance", type=float, default=0.5, help="verb-balanced sample weights: freq ** -balance"
     )
     ap.add_argument("--eval-n", type=int, default=60)
     ap.add_argument("--pass-n", type=int, default=30, help="tasks for pass@8")

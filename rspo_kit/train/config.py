@@ -69,6 +69,7 @@ class PolicyConfig:
     sft_demo_tasks: int = 1500
     sft_minutes: float = 10.0
     sft_lr: float = 2e-3
+    sft_balance: float = 0.5  # verb-balanced SFT weights, freq(verb) ** -balance (0: unweighted)
     lora: bool | None = None  # None: LoRA for pretrained models, full fine-tuning for tiny/small
     lora_rank: int = 16
     temperature: float = 1.0  # sampling temperature of training rollouts (log-probs use the same)
@@ -78,6 +79,7 @@ class PolicyConfig:
         _check_literals(self)
         _require(self, "sft_demo_tasks", self.sft_demo_tasks >= 1, ">= 1")
         _require(self, "sft_minutes", self.sft_minutes > 0, "> 0")
+        _require(self, "sft_balance", self.sft_balance >= 0, ">= 0")
         _require(self, "temperature", self.temperature > 0, "> 0")
 
 

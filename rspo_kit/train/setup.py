@@ -30,6 +30,7 @@ def warmstart_key(cfg: RunConfig) -> str:
         "demo_tasks": p.sft_demo_tasks,
         "minutes": p.sft_minutes,
         "lr": p.sft_lr,
+        "balance": p.sft_balance,
         "version": 3,  # bump when the SFT recipe or the prompt layout changes
     }
     digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
@@ -57,7 +58,13 @@ def initial_policy(cfg: RunConfig, progress_bar: bool = True) -> tuple[Policy, d
     sft = train_sft(
         policy,
         samples,
-        SFTConfig(lr=cfg.policy.sft_lr, batch_size=16, epochs=50, time_budget_s=60 * cfg.policy.sft_minutes),
+        SFTConfig(
+            lr=cfg.policy.sft_lr,
+            batch_size=16,
+            epochs=50,
+            time_budget_s=60 * cfg.policy.sft_minutes,
+            balance=cfg.policy.sft_balance,
+        ),
         progress_bar=progress_bar,
     )
     save_policy(policy, folder)
