@@ -57,24 +57,28 @@ demo: setup kernel
 	@echo "executed notebook: $(DEMO_DIR)/00_quickstart.ipynb"
 	@$(PY) -m rspo_kit.experiments.results $(DEMO_DIR)/00_quickstart.ipynb
 
-# Issue 8's experiment: notebooks/04_training.ipynb over algorithm x variant x seed (GRPO, GiGPO;
-# RSPO, plain, the control; seeds 0-2) on the tiny preset, every run stopped at the same budget of
-# env steps. The warm start is built once first, so that the parallel cells share it. Resumable:
-# rerun `make sweep` and finished cells are skipped, failed or killed ones rerun. Results in
-# $(SWEEP_OUT): results.csv (one row per cell), summary.csv (means, 95% CIs over seeds), curves.html.
-# Hours on a 2-core CPU; any variable can be overridden, e.g.
+# Issue 8's experiment: notebooks/04_training.ipynb over algorithm x variant x seed on the tiny
+# preset, every run stopped at the same budget of env steps, evaluated on eval and eval_unseen. The
+# warm start is built once first (same env, cap and SFT settings as the cells, so that the parallel
+# cells share its cache). Resumable: rerun `make sweep` and finished cells are skipped, failed or
+# killed ones rerun. Results in $(SWEEP_OUT): results.csv (one row per cell), summary.csv (means,
+# 95% CIs over seeds), curves.html. The full grid is many hours on a 2-core CPU; override any
+# variable, e.g.
 #   make sweep SWEEP_GRID='{"ALGO": ["gigpo"], "SWAP": [true, "control"], "SEED": [0, 1]}' SWEEP_WORKERS=1
-SWEEP_OUT     ?= runs/sweeps/issue8
-SWEEP_GRID    ?= {"ALGO": ["grpo", "gigpo"], "SWAP": [true, false, "control"], "SEED": [0, 1, 2]}
-SWEEP_WORKERS ?= 2
-SWEEP_SFT     ?= 10
-SWEEP_PARAMS  ?= -p PRESET tiny -p ENV alfworld -p ITERATIONS 30 -p MAX_ENV_STEPS 10000 -p EVAL_N 30 -p EVAL_EVERY 2
+SWEEP_OUT       ?= runs/sweeps/issue8
+SWEEP_ENV       ?= alfworld
+SWEEP_GRID      ?= {"ALGO": ["grpo", "ppo", "gigpo"], "SWAP": [true, false, "control", "process", "mix"], "SEED": [0, 1, 2]}
+SWEEP_WORKERS   ?= 2
+SWEEP_SFT       ?= 10
+SWEEP_MAX_STEPS ?= 30
+SWEEP_PARAMS    ?= -p PRESET tiny -p ITERATIONS 100 -p MAX_ENV_STEPS 10000 -p EVAL_N 40 -p EVAL_EVERY 2
 sweep: setup kernel
 	rm -rf $(SWEEP_OUT)/warmstart_run
-	$(PY) -m rspo_kit.train --preset tiny --env alfworld train.iterations=0 train.eval_n=0 \
-	  policy.sft_minutes=$(SWEEP_SFT) train.run_dir=$(SWEEP_OUT)/warmstart_run
+	$(PY) -m rspo_kit.train --preset tiny --env $(SWEEP_ENV) train.iterations=0 train.eval_n=0 \
+	  policy.sft_minutes=$(SWEEP_SFT) env.max_steps=$(SWEEP_MAX_STEPS) train.run_dir=$(SWEEP_OUT)/warmstart_run
 	$(PY) -m rspo_kit.experiments.sweep notebooks/04_training.ipynb --grid '$(SWEEP_GRID)' \
-	  --out $(SWEEP_OUT) --workers $(SWEEP_WORKERS) $(SWEEP_PARAMS) -p SFT_MINUTES $(SWEEP_SFT)
+	  --out $(SWEEP_OUT) --workers $(SWEEP_WORKERS) $(SWEEP_PARAMS) -p ENV $(SWEEP_ENV) \
+	  -p SFT_MINUTES $(SWEEP_SFT) -p MAX_STEPS $(SWEEP_MAX_STEPS)
 
 test: setup kernel
 	$(PY) -m pytest

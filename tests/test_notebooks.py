@@ -174,6 +174,7 @@ def test_04_training_ppo_control(kernel, tmp_path):
     check_run(results, iterations=2)
     assert (results["variant"], results["algo"]) == ("control", "ppo")
     assert 0 <= results["rollout_success"] <= 1 and results["best_success"] >= results["final_success"]
+    assert 0 <= results["unseen_success"] <= 1  # the second split, evaluated once at the end
     assert (run_dir / "success_vs_env_steps.html").is_file() and (run_dir / "health.html").is_file()
 
 
