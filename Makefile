@@ -71,7 +71,8 @@ SWEEP_GRID      ?= {"ALGO": ["grpo", "ppo", "gigpo"], "SWAP": [true, false, "con
 SWEEP_WORKERS   ?= 2
 SWEEP_SFT       ?= 10
 SWEEP_MAX_STEPS ?= 30
-SWEEP_PARAMS    ?= -p PRESET tiny -p ITERATIONS 100 -p MAX_ENV_STEPS 10000 -p EVAL_N 40 -p EVAL_EVERY 2
+SWEEP_PARAMS    ?= -p PRESET tiny -p INTERACTIVE false -p ITERATIONS 100 -p MAX_ENV_STEPS 8000 -p EVAL_N 40 \
+                   -p EVAL_EVERY 2 -p LR 0.0003
 sweep: setup kernel
 	rm -rf $(SWEEP_OUT)/warmstart_run
 	$(PY) -m rspo_kit.train --preset tiny --env $(SWEEP_ENV) train.iterations=0 train.eval_n=0 \
