@@ -316,3 +316,15 @@ def test_teacher_forced_accuracy_counts_every_teacher_step(tiny):
     verbs = {k: v for k, v in acc.items() if k != "overall"}
     assert "go" in verbs and all(0 <= v["right"] <= v["steps"] for v in verbs.values())
     assert 0.0 <= acc["overall"] <= 1.0
+
+
+def test_on_policy_agreement_follows_the_policy_to_the_step_cap(tiny):
+    """An untrained policy rarely finishes: following it, each task runs to the env's step cap."""
+    from rspo_kit.policy.evaluate import teacher_forced_accuracy
+
+    acc = teacher_forced_accuracy(tiny, "alfworld", "eval", n=1, follow="policy")
+    steps = sum(v["steps"] for k, v in acc.items() if k != "overall")
+    teacher = teacher_forced_accuracy(tiny, "alfworld", "eval", n=1)
+    assert steps > sum(v["steps"] for k, v in teacher.items() if k != "overall")
+    with pytest.raises(ValueError, match="follow"):
+        teacher_forced_accuracy(tiny, "alfworld", "eval", n=1, follow="expert")

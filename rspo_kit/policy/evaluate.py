@@ -92,13 +92,18 @@ def evaluate(
     )
 
 
-def teacher_forced_accuracy(policy: Policy, env: str, split: str = "eval", n: int | None = 30) -> dict:
+def teacher_forced_accuracy(
+    policy: Policy, env: str, split: str = "eval", n: int | None = 30, follow: str = "teacher"
+) -> dict:
     """Per action verb: how often greedy ``choice`` picks the teacher's action in the teacher's states.
 
     Walks the SFT teacher (ALFWorld's search expert, else the env's own expert) through each task and
     scores every admissible action at every step, so it shows *which* decisions a warm start has not
     learned yet (e.g. ``take`` vs ``go``), independent of where the policy's own mistakes would lead.
-    Returns ``{verb: {"right": k, "steps": m}, ..., "overall": accuracy}``.
+    With ``follow="policy"`` the episode follows the policy's own greedy choices instead, and every
+    step still counts whether the policy agreed with what the teacher would do there: the states a
+    greedy evaluation actually visits (after its first mistake too), as in DAgger.
+    Returns ``{verb: {"right": k, "steps": m}, ..., "overall": accuracy}``, keyed by the teacher's verb.
     """
     import torch
 
@@ -110,6 +115,8 @@ def teacher_forced_accuracy(policy: Policy, env: str, split: str = "eval", n: in
 
     if policy.mode != "choice":
         raise ValueError("teacher_forced_accuracy scores candidates: it needs a choice-mode policy")
+    if follow not in ("teacher", "policy"):
+        raise ValueError(f"follow must be 'teacher' or 'policy', got {follow!r}")
     game, teacher = make_env(env), _teacher(env)
     counts: dict[str, dict[str, int]] = defaultdict(lambda: {"right": 0, "steps": 0})
     for task in list_tasks(env, split=split, n=n):
@@ -119,7 +126,7 @@ def teacher_forced_accuracy(policy: Policy, env: str, split: str = "eval", n: in
             action = teacher(ctx) if teacher else game.expert_action()
             actions, cands = candidate_set(policy, ctx.admissible)
             k = chosen_index(actions, action) if action else None
-            if k is None:
+            if k is None and follow == "teacher":
                 break
             with torch.no_grad():
                 lp = candidate_logprobs(
@@ -128,9 +135,11 @@ def teacher_forced_accuracy(policy: Policy, env: str, split: str = "eval", n: in
                     [cands],
                     policy.tokenizer.pad_token_id,
                 )[0]
-            verb = action.split("[")[0].split()[0]
+            verb = action.split("[")[0].split()[0] if action else "none"
             counts[verb]["steps"] += 1
             counts[verb]["right"] += int(lp.argmax()) == k
+            if follow == "policy":
+                action = actions[int(lp.argmax())]
             res = game.step(action)
             if res.done:
                 break
@@ -155,10 +164,16 @@ def main(argv=None) -> int:
     ap.add_argument("--engine", default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--teacher-forced", action="store_true", help="per-verb accuracy in the teacher's states")
+    ap.add_argument(
+        "--on-policy", action="store_true", help="with --teacher-forced: agreement in the policy's own states"
+    )
     args = ap.parse_args(argv)
     policy = Policy.load(args.policy)
     if args.teacher_forced:
-        print(json.dumps(teacher_forced_accuracy(policy, args.env, args.split, args.n or 30), indent=1))
+        follow = "policy" if args.on_policy else "teacher"
+        print(
+            json.dumps(teacher_forced_accuracy(policy, args.env, args.split, args.n or 30, follow), indent=1)
+        )
         return 0
     result = evaluate(
         policy,
