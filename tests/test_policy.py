@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -11,7 +12,7 @@ from rspo_kit.envs import list_tasks, make_env
 from rspo_kit.envs.batch import BatchRunner
 from rspo_kit.policy.experts import alfworld_search_action, parse_alfworld_instruction
 from rspo_kit.policy.prompts import AlfworldMemory, EpisodeContext, PromptConfig, build_prompt, parse_action
-from rspo_kit.policy.rollout import Policy, RolloutConfig, rollout
+from rspo_kit.policy.rollout import Policy, RolloutConfig, candidate_set, chosen_index, rollout
 from rspo_kit.policy.scoring import candidate_logprobs, generate, reply_logprobs
 from rspo_kit.policy.sft import Sample, SFTConfig, collect_demonstrations, sft_loss, train_sft
 
@@ -187,13 +188,17 @@ def test_search_expert_solves_eval_tasks_from_what_it_sees():
     assert all(wins)
 
 
-@pytest.mark.parametrize("env_name", ["alfworld", "webshop"])
-def test_rollout_is_deterministic_and_records_every_step(tiny, env_name):
+@pytest.mark.parametrize(
+    ("env_name", "search_query"),
+    [("alfworld", "instruction"), ("webshop", "instruction"), ("webshop", "generate")],
+)
+def test_rollout_is_deterministic_and_records_every_step(tiny, env_name, search_query):
+    policy = dataclasses.replace(tiny, search_query=search_query)
     tasks = list_tasks(env_name, split="train", n=2)
     cfg = RolloutConfig(group_size=2)
     with BatchRunner(env_name, n_workers=0, env_kwargs={"max_steps": 4}) as runner:
-        a = rollout(tiny, runner, tasks, cfg, iteration=3, seed=7)
-        b = rollout(tiny, runner, tasks, cfg, iteration=3, seed=7)
+        a = rollout(policy, runner, tasks, cfg, iteration=3, seed=7)
+        b = rollout(policy, runner, tasks, cfg, iteration=3, seed=7)
     assert [[s.action for s in t.steps] for t in a] == [[s.action for s in t.steps] for t in b]
     assert [t.group_id for t in a] == [f"{t.id}@3" for t in tasks for _ in range(2)]
     for traj in a:
@@ -201,9 +206,25 @@ def test_rollout_is_deterministic_and_records_every_step(tiny, env_name):
         for step in traj.steps:
             chosen = step.candidates[step.chosen]
             assert step.action_ids[: len(chosen)] == chosen  # a search appends its generated query
-            assert step.action.startswith("search[") == (len(step.action_ids) > len(chosen))
+            writes_query = step.action.startswith("search[") and search_query == "generate"
+            assert writes_query == (len(step.action_ids) > len(chosen))
             assert step.logprob <= 0 and step.anchor
             assert ("subgoals_done" if env_name == "alfworld" else "query_coverage") in step.progress_before
+
+
+def test_search_candidate_is_the_instruction_or_a_prefix_to_write_after(tiny):
+    admissible = ["search[...]"]
+    instruction = "i need a red [cotton] shirt, and price lower than 30.00 dollars"
+    actions, cands = candidate_set(tiny, admissible, instruction)
+    assert actions == ["search[i need a red cotton shirt, and price lower than 30.00 dollars]"]
+    assert cands == [tiny.encode_action(actions[0])]
+    assert chosen_index(actions, "search[red cotton shirt]") == 0  # the teacher's own query maps to it
+    generate = dataclasses.replace(tiny, search_query="generate")
+    actions, cands = candidate_set(generate, admissible, instruction)
+    assert actions == ["search[...]"] and cands == [
+        tiny.tokenizer("search[", add_special_tokens=False)["input_ids"]
+    ]
+    assert chosen_index(actions, "search[red cotton shirt]") == 0
 
 
 def test_sft_lowers_the_loss_and_changes_the_parameters():

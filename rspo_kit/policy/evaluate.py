@@ -124,7 +124,7 @@ def teacher_forced_accuracy(
         ctx = EpisodeContext(env, obs.instruction, obs.text, obs.admissible)
         for _ in range(100):
             action = teacher(ctx) if teacher else game.expert_action()
-            actions, cands = candidate_set(policy, ctx.admissible)
+            actions, cands = candidate_set(policy, ctx.admissible, ctx.instruction)
             k = chosen_index(actions, action) if action else None
             if k is None and follow == "teacher":
                 break

@@ -25,6 +25,7 @@ from rspo_kit.policy.device import DeviceSpec, resolve_device
 from rspo_kit.policy.tokenizer import load_or_train
 
 ActionMode = Literal["choice", "free"]
+SearchQuery = Literal["generate", "instruction"]
 
 
 @dataclass(frozen=True)
@@ -39,14 +40,30 @@ class ModelPreset:
     max_positions: int = 1024
     action_mode: ActionMode = "choice"  # tiny models waste most free-text steps on invalid text
     max_prompt_tokens: int = 384
+    # choice mode, WebShop's free-text search: "generate" writes the query after ``search[``;
+    # "instruction" offers ``search[<the instruction>]`` as one whole candidate (tiny models do not
+    # learn to copy a 15-token query in minutes; the instruction itself finds the goal on page 1)
+    search_query: SearchQuery = "generate"
 
 
 PRESETS: dict[str, ModelPreset] = {
     "tiny": ModelPreset(
-        "tiny", hidden_size=128, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=384
+        "tiny",
+        hidden_size=128,
+        num_layers=4,
+        num_heads=4,
+        num_kv_heads=2,
+        intermediate_size=384,
+        search_query="instruction",
     ),
     "small": ModelPreset(
-        "small", hidden_size=256, num_layers=6, num_heads=8, num_kv_heads=4, intermediate_size=768
+        "small",
+        hidden_size=256,
+        num_layers=6,
+        num_heads=8,
+        num_kv_heads=4,
+        intermediate_size=768,
+        search_query="instruction",
     ),
 }
 # Real pretrained models that ship inside a PyPI wheel as GGUF: (python package, file, preset settings).

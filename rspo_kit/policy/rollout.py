@@ -33,6 +33,7 @@ class Policy:
     prompt: PromptConfig
     mode: ActionMode
     device: DeviceSpec
+    search_query: str = "generate"  # choice mode: how a WebShop search gets its query (ModelPreset)
 
     @classmethod
     def load(cls, name: str, mode: ActionMode | None = None, seed: int = 0, device: str = "auto") -> Policy:
@@ -42,7 +43,7 @@ class Policy:
         prompt = PromptConfig(
             max_tokens=preset.max_prompt_tokens, show_actions=(mode or preset.action_mode) == "free"
         )
-        return cls(model, tokenizer, prompt, mode or preset.action_mode, spec)
+        return cls(model, tokenizer, prompt, mode or preset.action_mode, spec, preset.search_query)
 
     @property
     def end_ids(self) -> list[int]:
@@ -216,26 +217,34 @@ def _choose(policy: Policy, prompts, contexts, cfg: RolloutConfig, generator) ->
 SEARCH_TEMPLATE = "search[...]"
 
 
-def candidate_set(policy: Policy, admissible: Sequence[str]) -> tuple[list[str], list[list[int]]]:
+def candidate_set(
+    policy: Policy, admissible: Sequence[str], instruction: str = ""
+) -> tuple[list[str], list[list[int]]]:
     """The actions ``choice`` mode scores in a state, and their token ids.
 
     A free-text template (WebShop's ``search[...]``) enters as its prefix ``search[`` without an end
-    token; the query is generated after it. An empty admissible list yields the no-op ``look``.
+    token, and the query is generated after it; or, with ``policy.search_query == "instruction"``, as
+    the whole action ``search[<instruction>]``. An empty admissible list yields the no-op ``look``.
     """
     actions = [a for a in admissible if a != SEARCH_TEMPLATE]
     cands = [policy.encode_action(a) for a in actions]
     if SEARCH_TEMPLATE in admissible:
-        actions.append(SEARCH_TEMPLATE)
-        cands.append(policy.tokenizer("search[", add_special_tokens=False)["input_ids"])
+        if policy.search_query == "instruction" and instruction.strip():
+            query = " ".join(instruction.replace("[", " ").replace("]", " ").split())
+            actions.append(f"search[{query}]")
+            cands.append(policy.encode_action(actions[-1]))
+        else:
+            actions.append(SEARCH_TEMPLATE)
+            cands.append(policy.tokenizer("search[", add_special_tokens=False)["input_ids"])
     if not actions:  # nothing admissible: a harmless no-op keeps the episode going
         actions, cands = ["look"], [policy.encode_action("look")]
     return actions, cands
 
 
 def chosen_index(actions: Sequence[str], action: str) -> int | None:
-    """Index of ``action`` among a candidate set (a ``search[...]`` maps to the template), else None."""
-    if action.startswith("search[") and SEARCH_TEMPLATE in actions:
-        return actions.index(SEARCH_TEMPLATE)
+    """Index of ``action`` among a candidate set, else None; any ``search[...]`` maps to the set's search."""
+    if action.startswith("search["):
+        return next((i for i, a in enumerate(actions) if a.startswith("search[")), None)
     return actions.index(action) if action in actions else None
 
 
@@ -246,7 +255,7 @@ def _choose_candidates(policy: Policy, prompts, contexts, cfg: RolloutConfig, ge
     prefix, scored without an end token); when it is chosen the model writes the query itself, up to
     ``]``. Its behaviour log-prob is the candidate's log-softmax plus the query tokens' log-probs.
     """
-    sets = [candidate_set(policy, ctx.admissible) for ctx in contexts]
+    sets = [candidate_set(policy, ctx.admissible, ctx.instruction) for ctx in contexts]
     actions, cands = [a for a, _ in sets], [c for _, c in sets]
     seq_lp = candidate_logprobs(policy.model, prompts, cands, policy.tokenizer.pad_token_id)
     out = []

@@ -23,7 +23,7 @@ from rspo_kit.envs.batch import BatchRunner
 from rspo_kit.policy.experts import alfworld_search_action
 from rspo_kit.policy.models import save_checkpoint
 from rspo_kit.policy.prompts import EpisodeContext, build_prompt
-from rspo_kit.policy.rollout import Policy, candidate_set, chosen_index
+from rspo_kit.policy.rollout import SEARCH_TEMPLATE, Policy, candidate_set, chosen_index
 from rspo_kit.policy.scoring import candidate_logprobs, left_pad, positions
 
 
@@ -95,12 +95,13 @@ def _sample(policy: Policy, ctx: EpisodeContext, action: str) -> Sample:
     prompt, verb = build_prompt(ctx, policy.tokenizer, policy.prompt), _verb(action)
     if policy.mode != "choice":
         return Sample(prompt, policy.encode_action(action), verb=verb)
-    actions, cands = candidate_set(policy, ctx.admissible)
+    actions, cands = candidate_set(policy, ctx.admissible, ctx.instruction)
     k = chosen_index(actions, action)
-    if k is not None and action.startswith("search["):  # as the rollout writes it: prefix, then the query
+    if k is not None and actions[k] == SEARCH_TEMPLATE:  # as the rollout writes it: prefix, then query
         query = policy.tokenizer(action[7:], add_special_tokens=False)["input_ids"]
         return Sample(prompt, cands[k] + query, cands, k, verb)
-    return Sample(prompt, policy.encode_action(action), cands, k, verb)
+    # a search offered as one whole candidate is learnt as that candidate (the teacher's own query differs)
+    return Sample(prompt, cands[k] if k is not None else policy.encode_action(action), cands, k, verb)
 
 
 def balance_verbs(samples: Sequence[Sample], power: float) -> list[Sample]:
@@ -271,5 +272,6 @@ def save_policy(policy: Policy, folder: Path) -> Path:
         "name": Path(folder).name,
         "action_mode": policy.mode,
         "max_prompt_tokens": policy.prompt.max_tokens,
+        "search_query": policy.search_query,
     }
     return save_checkpoint(policy.model, policy.tokenizer, meta, folder)
