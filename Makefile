@@ -94,6 +94,8 @@ lint: setup
 bench: setup
 	$(PY) benchmarks/alfworld_native_speed.py
 	$(PY) benchmarks/webshop_speed.py
+	$(PY) benchmarks/rollout_speed.py
+	$(PY) benchmarks/iteration_breakdown.py
 
 # Screenshots of the notebook widgets as JupyterLab draws them in headless Chromium: docs/img/*.png
 # (a smoke run on the lock test env feeds them; ALFWorld for the playground; offline, ~2 minutes).
