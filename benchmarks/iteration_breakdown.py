@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import resource
 import statistics
 import subprocess
@@ -53,11 +54,20 @@ class TokenCounter:
         row["update_tokens"] += self._tokens(event.data["batch"].trajs)
 
 
+def _num(value) -> float:
+    """A metric as a float; missing or NaN (a column other rows have) counts as 0."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return 0.0 if math.isnan(x) else x
+
+
 def breakdown(row: dict, explorer_updates: int) -> dict[str, float]:
     """Seconds per part of one iteration's metrics row (see the module docstring)."""
 
     def g(key: str) -> float:
-        return float(row.get(key) or 0.0)
+        return _num(row.get(key))
 
     roles = ("rollout", "explorer_rollout")
     explorer_book = explorer_updates * sum(
@@ -113,11 +123,10 @@ def run_cell(args) -> dict:
         k = int(r["iteration"])
         out.append(
             {
-                "iteration_s": float(r["perf/iteration_s"]) - float(r.get("perf/eval_s") or 0.0),
-                "env_steps": float(r.get("rollout/env_steps", 0) or 0)
-                + float(r.get("explorer_rollout/env_steps", 0) or 0),
+                "iteration_s": _num(r["perf/iteration_s"]) - _num(r.get("perf/eval_s")),
+                "env_steps": _num(r.get("rollout/env_steps")) + _num(r.get("explorer_rollout/env_steps")),
                 **breakdown(r, cfg.swap.explorer_updates if cfg.swap.enabled else 0),
-                "actor_minibatch": float(r.get("perf/update_minibatch_s") or 0.0) / cfg.algo.epochs,
+                "actor_minibatch": _num(r.get("perf/update_minibatch_s")) / cfg.algo.epochs,
                 **counter.rows.get(k, {}),
             }
         )
