@@ -199,7 +199,9 @@ class Trainer:
             f"{prefix}/episode_steps": res.mean_steps,
         }
 
-    def _rollout(self, runner, role: str, tasks, group_size: int, k: int, row: dict) -> list[Trajectory]:
+    def _rollout(
+        self, runner, role: str, tasks, group_size: int, k: int, row: dict | None = None
+    ) -> list[Trajectory]:
         """A rollout of ``role``; its wall time split into prompt building, model and env goes in ``row``."""
         cfg = self.cfg
         rcfg = RolloutConfig(
@@ -220,7 +222,8 @@ class Trainer:
             timings=clock,
         )
         prefix = "rollout" if role == "actor" else "explorer_rollout"
-        row |= {f"perf/{prefix}_{part}_s": seconds for part, seconds in clock.items()}
+        if row is not None:
+            row |= {f"perf/{prefix}_{part}_s": seconds for part, seconds in clock.items()}
         return trajs
 
     def _explorer_phase(self, runner, tasks, actor_trajs, k: int, row: dict) -> list[Trajectory]:
