@@ -349,3 +349,28 @@ def test_on_policy_agreement_follows_the_policy_to_the_step_cap(tiny):
     assert steps > sum(v["steps"] for k, v in teacher.items() if k != "overall")
     with pytest.raises(ValueError, match="follow"):
         teacher_forced_accuracy(tiny, "alfworld", "eval", n=1, follow="expert")
+
+
+def test_sft_loss_and_step_scores_reach_through_a_lora_wrapper():
+    """A fresh LoRA adapter is the identity: the wrapped model's SFT loss and step scores equal the base's."""
+    from peft import LoraConfig, get_peft_model
+
+    from rspo_kit.policy.step_scores import score_steps
+
+    base = Policy.load("tiny")
+    batch = [Sample(list(range(5, 40)), [7, 8, 9]), Sample(list(range(9, 20)), [11, 4])]
+    pad = base.tokenizer.pad_token_id
+    with BatchRunner("alfworld", n_workers=0, env_kwargs={"max_steps": 2}) as runner:
+        steps = rollout(base, runner, list_tasks("alfworld", "train", n=1), RolloutConfig(group_size=2))[
+            0
+        ].steps
+    with torch.no_grad():
+        loss = sft_loss(base.model, batch, pad)
+        scores = score_steps(base, steps, hidden=True)
+        wrapped = dataclasses.replace(
+            base, model=get_peft_model(base.model, LoraConfig(r=4, target_modules="all-linear"))
+        )
+        assert float(sft_loss(wrapped.model, batch, pad)) == pytest.approx(float(loss), rel=1e-5)
+        again = score_steps(wrapped, steps, hidden=True)
+    assert torch.allclose(torch.cat(again.logp), torch.cat(scores.logp), atol=1e-5)
+    assert torch.allclose(again.hidden, scores.hidden, atol=1e-5)

@@ -111,7 +111,7 @@ def teacher_forced_accuracy(
     from rspo_kit.policy.prompts import EpisodeContext, build_prompt
     from rspo_kit.policy.rollout import candidate_set, chosen_index
     from rspo_kit.policy.scoring import candidate_logprobs
-    from rspo_kit.policy.sft import _teacher
+    from rspo_kit.policy.sft import _teacher, _verb
 
     if policy.mode != "choice":
         raise ValueError("teacher_forced_accuracy scores candidates: it needs a choice-mode policy")
@@ -135,7 +135,7 @@ def teacher_forced_accuracy(
                     [cands],
                     policy.tokenizer.pad_token_id,
                 )[0]
-            verb = action.split("[")[0].split()[0] if action else "none"
+            verb = _verb(action) if action else "none"
             counts[verb]["steps"] += 1
             counts[verb]["right"] += int(lp.argmax()) == k
             if follow == "policy":

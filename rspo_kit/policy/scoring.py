@@ -107,14 +107,26 @@ def packed_batch(
     }
 
 
+def head_logits(model, rows: torch.Tensor, cols: torch.Tensor, **inputs) -> tuple[torch.Tensor, torch.Tensor]:
+    """(final hidden states (B, L, H), logits (N, V) at positions (rows, cols) only): the decoder trunk
+    once, the vocabulary head only where a token is predicted. ``get_decoder()`` and
+    ``get_output_embeddings()`` reach through peft wrappers, so LoRA models take the same path."""
+    states = model.get_decoder()(**inputs).last_hidden_state
+    return states, model.get_output_embeddings()(states[rows, cols])
+
+
 def _score_packed(model, prompts, candidates, pad_id) -> list[torch.Tensor]:
     device = next(model.parameters()).device
     batch = {k: v.to(device) for k, v in packed_batch(prompts, candidates, pad_id).items()}
-    # the trunk once; the vocabulary head only where a candidate token is predicted
-    states = model.get_decoder()(
-        input_ids=batch["ids"], attention_mask=batch["mask"], position_ids=batch["position_ids"]
-    ).last_hidden_state
-    logits = model.get_output_embeddings()(states[batch["rows"], batch["cols"]]).float()  # (N, V)
+    _, logits = head_logits(
+        model,
+        batch["rows"],
+        batch["cols"],
+        input_ids=batch["ids"],
+        attention_mask=batch["mask"],
+        position_ids=batch["position_ids"],
+    )
+    logits = logits.float()  # (N, V): only where a candidate token is predicted
     token_lp = logits.log_softmax(-1).gather(-1, batch["targets"][:, None]).squeeze(-1)  # (N,)
     lengths = torch.tensor([len(c) for cands in candidates for c in cands], device=device)
     owner = torch.repeat_interleave(torch.arange(len(lengths), device=device), lengths)  # token -> candidate

@@ -24,7 +24,7 @@ from rspo_kit.policy.experts import alfworld_search_action
 from rspo_kit.policy.models import save_checkpoint
 from rspo_kit.policy.prompts import EpisodeContext, build_prompt
 from rspo_kit.policy.rollout import SEARCH_TEMPLATE, Policy, candidate_set, chosen_index
-from rspo_kit.policy.scoring import candidate_logprobs, left_pad, positions
+from rspo_kit.policy.scoring import candidate_logprobs, head_logits, left_pad, positions
 
 
 class Sample(NamedTuple):
@@ -162,12 +162,9 @@ def sft_loss(model, batch: Sequence[Sample], pad_id: int) -> torch.Tensor:
     cols = torch.tensor([width - 1 - len(r) + j for r in replies for j in range(len(r))], device=device)
     targets = ids[rows, cols + 1]
     weights = torch.tensor([s.weight for s in batch], device=device)[rows]  # (N,) per reply token
-    decoder, head = getattr(model, "model", None), getattr(model, "lm_head", None)
-    if decoder is not None and head is not None:
-        hidden = decoder(input_ids=ids, attention_mask=mask, position_ids=positions(mask)).last_hidden_state
-        logits = head(hidden[rows, cols])  # (N, V)
-    else:  # e.g. a peft wrapper: fall back to the full forward
-        logits = model(input_ids=ids, attention_mask=mask, position_ids=positions(mask)).logits[rows, cols]
+    _, logits = head_logits(
+        model, rows, cols, input_ids=ids, attention_mask=mask, position_ids=positions(mask)
+    )
     nll = torch.nn.functional.cross_entropy(logits.float(), targets, reduction="none")
     return (weights * nll).sum() / weights.sum()
 

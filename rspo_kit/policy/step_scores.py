@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from rspo_kit.policy.rollout import Policy, Step
-from rspo_kit.policy.scoring import left_pad, positions
+from rspo_kit.policy.scoring import head_logits, left_pad, positions
 
 
 @dataclass
@@ -48,15 +48,9 @@ def _forward(model, seqs: Sequence[Sequence[int]], pad_id: int, head_rows, head_
     """Run the trunk once over left-padded ``seqs``; logits only at (rows, cols); last-position hidden."""
     device = next(model.parameters()).device
     ids, mask = left_pad(seqs, pad_id, device)
-    decoder, head = getattr(model, "model", None), getattr(model, "lm_head", None)
-    if decoder is not None and head is not None:
-        states = decoder(input_ids=ids, attention_mask=mask, position_ids=positions(mask)).last_hidden_state
-        logits = head(states[head_rows, head_cols])  # (N, V)
-    else:  # a peft wrapper: the full forward, hidden states on request
-        out = model(
-            input_ids=ids, attention_mask=mask, position_ids=positions(mask), output_hidden_states=True
-        )
-        states, logits = out.hidden_states[-1], out.logits[head_rows, head_cols]
+    states, logits = head_logits(
+        model, head_rows, head_cols, input_ids=ids, attention_mask=mask, position_ids=positions(mask)
+    )
     return ids, states, logits.float()
 
 
