@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import doctest
 import json
 import math
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -28,10 +31,12 @@ RUN_DIR = ""
 THREADS = None
 LOG = ""        # every execution appends its cell to this file
 FAIL_IF = ""    # the notebook fails while this file exists
+SLEEP = 0       # seconds the notebook waits before it records
 """
 
 BODY = """\
 import os
+import time
 from pathlib import Path
 from rspo_kit.records import record
 name = f"{ALGO}/{SWAP}/{SEED}"
@@ -39,6 +44,7 @@ with open(LOG, "a") as f:
     f.write(name + "\\n")
 if FAIL_IF and Path(FAIL_IF).exists():
     raise RuntimeError("asked to fail")
+time.sleep(SLEEP)
 success = {"grpo": 0.2, "gigpo": 0.4}[ALGO] + 0.1 * SWAP + 0.01 * SEED
 record({"final_success": success, "threads": THREADS, "omp": os.environ.get("OMP_NUM_THREADS"),
         "bars_off": os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS"),
@@ -199,3 +205,61 @@ def test_cli_passes_typed_parameters_and_exits_nonzero_on_failure(tiny_notebook,
     cmd[cmd.index(str(out))] = str(tmp_path / "cli_failing")
     done = subprocess.run([*cmd, "-p", "FAIL_IF", str(tmp_path / "fail")], capture_output=True, text=True)
     assert done.returncode == 1 and "FAILED RuntimeError: asked to fail" in done.stdout
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (Linux /proc)."""
+    found, todo = set(), [pid]
+    while todo:
+        for task in Path(f"/proc/{todo.pop()}/task").glob("*"):
+            with contextlib.suppress(OSError):
+                kids = [int(k) for k in (task / "children").read_text().split()]
+                found.update(kids)
+                todo.extend(kids)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_killing_the_sweep_stops_its_workers_and_kernels(tiny_notebook, tmp_path, sig):
+    out, log = tmp_path / "killed", tmp_path / "started.log"
+    cmd = [sys.executable, "-m", "rspo_kit.experiments.sweep", str(tiny_notebook), "--workers", "2"]
+    cmd += [
+        "--grid",
+        '{"SEED": [0, 1, 2, 3]}',
+        "--out",
+        str(out),
+        "-p",
+        "LOG",
+        str(log),
+        "-p",
+        "SLEEP",
+        "600",
+    ]
+    parent = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(_log_lines(log)) < 2:  # both workers' kernels are inside the notebook
+            assert parent.poll() is None and time.monotonic() < deadline, "the sweep did not start"
+            time.sleep(0.5)
+        below = _descendants(parent.pid)
+        assert len(below) >= 4  # two workers, two kernels
+        parent.send_signal(sig)
+        parent.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while any(_alive(pid) for pid in below) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [pid for pid in below if _alive(pid)], "workers or kernels outlived the sweep"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+    time.sleep(2)
+    assert len(_log_lines(log)) == 2  # the queued cells never started
+    if sig == signal.SIGTERM:
+        assert parent.returncode == 130 and "sweep stopped" in parent.stdout.read()

@@ -276,27 +276,84 @@ def run_sweep(
         n_workers = max(1, min(workers, usable_cores(), len(todo)))
         threads = fixed.get("THREADS") or max(1, usable_cores() // n_workers)
         # spawn: the caller may be a kernel with torch's thread pools running, which fork would copy
-        with ProcessPoolExecutor(n_workers, mp_context=get_context("spawn")) as pool:
-            futures = {}
-            for c in todo:
-                shutil.rmtree(c.run_dir, ignore_errors=True)  # a failed or killed run's leftovers
-                c.notebook.unlink(missing_ok=True)
-                c.notebook.with_suffix(".log").unlink(missing_ok=True)
-                params = {**fixed, **c.params}
-                if "RUN_DIR" in known:
-                    params["RUN_DIR"] = str(c.run_dir)
-                if "THREADS" in known:
-                    params.setdefault("THREADS", threads)
-                job = pool.submit(
-                    _run_cell, str(notebook), str(c.notebook), params, kernel, threads, timeout_s
+        with _terminate_as_interrupt():
+            pool = ProcessPoolExecutor(n_workers, mp_context=get_context("spawn"), initializer=_worker_init)
+            try:
+                futures = {}
+                for c in todo:
+                    shutil.rmtree(c.run_dir, ignore_errors=True)  # a failed or killed run's leftovers
+                    c.notebook.unlink(missing_ok=True)
+                    c.notebook.with_suffix(".log").unlink(missing_ok=True)
+                    params = {**fixed, **c.params}
+                    if "RUN_DIR" in known:
+                        params["RUN_DIR"] = str(c.run_dir)
+                    if "THREADS" in known:
+                        params.setdefault("THREADS", threads)
+                    job = pool.submit(
+                        _run_cell, str(notebook), str(c.notebook), params, kernel, threads, timeout_s
+                    )
+                    futures[job] = c
+                for job in as_completed(futures):
+                    c = futures[job]
+                    seconds, error = job.result()
+                    outcomes[c.name] = CellOutcome(c.name, "failed" if error else "finished", seconds, error)
+                    say(f"  {c.name}: {'FAILED ' + error if error else 'finished'} ({seconds:.0f} s)")
+            except BaseException:  # Ctrl-C, SIGTERM (see _terminate_as_interrupt) or a bug here
+                _stop_workers(pool)
+                say(
+                    "sweep stopped: running cells were killed and will rerun next time; queued cells did not start"
                 )
-                futures[job] = c
-            for job in as_completed(futures):
-                c = futures[job]
-                seconds, error = job.result()
-                outcomes[c.name] = CellOutcome(c.name, "failed" if error else "finished", seconds, error)
-                say(f"  {c.name}: {'FAILED ' + error if error else 'finished'} ({seconds:.0f} s)")
+                raise
+            pool.shutdown()
     return [outcomes[c.name] for c in cells]
+
+
+def _worker_init() -> None:
+    """In each pool worker: die with the sweep's process, even when it is killed with SIGKILL.
+
+    Without this, a worker outlives a killed parent and goes on running the cells already queued to
+    it. A dying worker takes its papermill kernel along (ipykernel exits when its parent changes).
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM))
+        if os.getppid() == 1:  # the parent died before prctl: nobody is left to report to
+            os._exit(1)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Cancel queued cells and terminate the workers (and with them their kernels) now."""
+    import multiprocessing
+
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in multiprocessing.active_children():
+        proc.terminate()
+    for proc in multiprocessing.active_children():
+        proc.join(timeout=10)
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """Turn SIGTERM (``kill``, a job scheduler) into KeyboardInterrupt while a sweep runs, so that it
+    stops its workers on the way out; only possible, and only done, in the main thread."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 # ------------------------------------------------------------------------------------- aggregate
@@ -513,15 +570,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     grid = json.loads(args.grid)
     if not isinstance(grid, dict):
         ap.error("--grid must be a JSON object of lists")
-    outcomes = run_sweep(
-        args.notebook,
-        grid,
-        args.out,
-        parameters={k: _value(v) for k, v in args.parameter},
-        workers=args.workers,
-        kernel_name=args.kernel,
-        timeout_s=args.timeout,
-    )
+    try:
+        outcomes = run_sweep(
+            args.notebook,
+            grid,
+            args.out,
+            parameters={k: _value(v) for k, v in args.parameter},
+            workers=args.workers,
+            kernel_name=args.kernel,
+            timeout_s=args.timeout,
+        )
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the workers are already stopped
+        print("rerun the same command to resume", file=sys.stderr)
+        return 130
     table = aggregate(args.out)
     failed = [o for o in outcomes if o.status == "failed"]
     print(f"\n{table.attrs['finished']} of {table.attrs['cells']} cells finished; {len(failed)} failed")
