@@ -70,11 +70,12 @@ class AlfworldMemory:
     task_words: frozenset[str] = frozenset()  # words of the task: object kinds worth noting
 
     def update(self, action: str, observation: str) -> AlfworldMemory:
-        m = _RECEPTACLES.search(observation)
-        if m:  # the opening look: the room's receptacles, none looked at yet
+        m, task = _RECEPTACLES.search(observation), _TASK.search(observation)
+        if m and task:  # the opening observation: the room's receptacles, none looked at yet
+            # (a later `look` from the middle of the room says "... you see nothing." and must not
+            # wipe what was seen)
             order = tuple(_split_list(m.group(1)))
-            task = _TASK.search(observation)
-            words = frozenset(re.findall(r"[a-z]+", task.group(1).lower())) if task else frozenset()
+            words = frozenset(re.findall(r"[a-z]+", task.group(1).lower()))
             return AlfworldMemory(order, {r: "?" for r in order}, task_words=words)
         contents = dict(self.contents)
         at, holding, treated = self.at, self.holding, self.treated
