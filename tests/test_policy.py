@@ -8,13 +8,14 @@ import random
 import pytest
 import torch
 
+import rspo_kit.policy.sft as sft_module
 from rspo_kit.envs import list_tasks, make_env
 from rspo_kit.envs.batch import BatchRunner
 from rspo_kit.policy.experts import alfworld_search_action, parse_alfworld_instruction
 from rspo_kit.policy.prompts import AlfworldMemory, EpisodeContext, PromptConfig, build_prompt, parse_action
 from rspo_kit.policy.rollout import Policy, RolloutConfig, candidate_set, chosen_index, rollout
 from rspo_kit.policy.scoring import candidate_logprobs, generate, reply_logprobs
-from rspo_kit.policy.sft import Sample, SFTConfig, collect_demonstrations, sft_loss, train_sft
+from rspo_kit.policy.sft import Sample, SFTConfig, collect_demonstrations, sft_loss, train_sft, warm_start
 
 
 @pytest.mark.parametrize(
@@ -45,6 +46,9 @@ INTRO = (
 def test_alfworld_memory_tracks_what_was_seen():
     m = AlfworldMemory().update("", INTRO)
     assert m.order == ("cabinet 1", "countertop 1", "fridge 1")
+    # a look from the middle of the room sees nothing: the room's receptacles stay remembered
+    looked = m.update("look", "You are in the middle of a room. Looking quickly around you, you see nothing.")
+    assert looked == m
     m = m.update("go to fridge 1", "You arrive at fridge 1. The fridge 1 is closed.")
     m = m.update(
         "open fridge 1", "You open the fridge 1. The fridge 1 is open. In it, you see a apple 1, and a egg 2."
@@ -240,6 +244,43 @@ def test_sft_lowers_the_loss_and_changes_the_parameters():
     loss1 = float(sft_loss(policy.model, samples, policy.tokenizer.pad_token_id))
     assert loss1 < 0.5 * loss0
     assert any(not torch.equal(a, b) for a, b in zip(before, policy.model.parameters(), strict=True))
+
+
+def test_dagger_labels_each_distinct_state_the_policy_visits_with_the_teachers_action():
+    policy = Policy.load("tiny", seed=1)  # untrained: it wanders, loops and revisits states
+    tasks = list_tasks("alfworld", "train", n=2)
+    with BatchRunner("alfworld", n_workers=0, env_kwargs={"max_steps": 12}) as runner:
+        samples, stats = collect_demonstrations(policy, runner, tasks, progress_bar=False, follow="policy")
+    assert stats["policy_success"] == 0.0 and stats["states"] == 24  # both ran to the cap
+    assert 0 < len(samples) <= stats["states"] and 0.0 <= stats["agreement"] <= 1.0
+    assert len({(tuple(s.prompt), tuple(s.reply)) for s in samples}) == len(samples)  # no duplicates
+    # each label is what the teacher does in the state the prompt shows: replay the policy's episode
+    game, teacher_at = make_env("alfworld", max_steps=12), {}  # prompt -> (teacher action, candidates)
+    for task in tasks:
+        obs = game.reset(task)
+        ctx = EpisodeContext("alfworld", obs.instruction, obs.text, obs.admissible)
+        for _ in range(12):
+            actions, _ = candidate_set(policy, ctx.admissible, ctx.instruction)
+            prompt = tuple(build_prompt(ctx, policy.tokenizer, policy.prompt))
+            teacher_at[prompt] = (alfworld_search_action(ctx), actions)
+            action = sft_module._greedy_actions(policy, [ctx])[0]
+            res = game.step(action)
+            if res.done:
+                break
+            ctx.advance(action, res.obs.text, res.obs.admissible)
+    for s in samples:
+        teacher, actions = teacher_at[tuple(s.prompt)]
+        assert actions[s.chosen] == teacher and s.verb == teacher.split()[0]
+
+
+def test_warm_start_with_dagger_adds_the_policys_states_to_the_demonstrations():
+    policy = Policy.load("tiny", seed=1)
+    cfg = SFTConfig(epochs=1, batch_size=8, dagger_rounds=1, dagger_tasks=2)
+    with BatchRunner("alfworld", n_workers=0, env_kwargs={"max_steps": 10}) as runner:
+        report = warm_start(policy, runner, list_tasks("alfworld", "train", n=3), cfg, progress_bar=False)
+    (round_,) = report["dagger"]
+    assert report["samples"] == report["demonstrations"]["samples"] + round_["samples"]
+    assert round_["states"] == 20 and report["sft"]["updates"] >= 2  # one epoch before, one after
 
 
 @pytest.mark.slow

@@ -12,9 +12,9 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import torch
 
@@ -50,31 +50,60 @@ def collect_demonstrations(
     p_detour: float = 0.15,
     seed: int = 0,
     progress_bar: bool = True,
+    follow: Literal["teacher", "policy"] = "teacher",
 ) -> tuple[list[Sample], dict]:
-    """Per-step (prompt, action) samples of the teacher on ``tasks``, and the teacher's success rate."""
+    """Per-step (prompt, teacher action) samples on ``tasks``, and how the episodes went.
+
+    ``follow="teacher"``: the teacher acts (a random detour with probability ``p_detour``) and each of
+    its own steps is a sample; the stats give its success rate. ``follow="policy"`` is DAgger (Ross et
+    al., 2011): the policy acts greedily, and every distinct state it visits becomes a sample labelled
+    with what the teacher would do there: the states a greedy warm start loops in when one wrong step
+    took it off the teacher's path, which teacher demonstrations never show. The stats then give the
+    policy's success rate and how often it already agreed with the teacher.
+    """
     from tqdm.auto import tqdm
 
+    if follow not in ("teacher", "policy"):
+        raise ValueError(f"follow must be 'teacher' or 'policy', got {follow!r}")
     rng = random.Random(seed)
     contexts: dict[int, EpisodeContext] = {}
     for slot, obs in enumerate(runner.reset(tasks)):
         if obs is not None:
             contexts[slot] = EpisodeContext(tasks[slot].env, obs.instruction, obs.text, obs.admissible)
     samples: list[Sample] = []
-    won = 0
-    bar = tqdm(total=len(tasks), desc="demonstrations", disable=not progress_bar, leave=False)
+    seen: set[tuple] = set()  # (prompt, label) pairs already sampled: a loop revisits its states
+    won = states = agreed = 0
+    bar = tqdm(total=len(tasks), desc=f"demonstrations ({follow})", disable=not progress_bar, leave=False)
     while contexts:
         slots = sorted(contexts)
         env_expert = runner.expert(slots) if any(_teacher(tasks[s].env) is None for s in slots) else {}
-        actions = {}
+        labels = {}
         for s in slots:
-            ctx = contexts[s]
             teacher = _teacher(tasks[s].env)
-            expert = teacher(ctx) if teacher else env_expert.get(s)
-            if expert is None or (rng.random() < p_detour and ctx.admissible):
-                actions[s] = rng.choice([a for a in ctx.admissible if a != "search[...]"] or ["look"])
-            else:
-                actions[s] = expert
-                samples.append(_sample(policy, ctx, expert))
+            labels[s] = teacher(contexts[s]) if teacher else env_expert.get(s)
+        if follow == "policy":
+            actions = _greedy_actions(policy, [contexts[s] for s in slots])
+            actions = dict(zip(slots, actions, strict=True))
+        else:
+            actions = {}
+            for s in slots:
+                if labels[s] is None or (rng.random() < p_detour and contexts[s].admissible):
+                    pool = [a for a in contexts[s].admissible if a != "search[...]"] or ["look"]
+                    actions[s] = rng.choice(pool)
+                    labels[s] = None  # the model should not imitate a detour
+                else:
+                    actions[s] = labels[s]
+        for s in slots:
+            label = labels[s]
+            if label is None:
+                continue
+            states += 1
+            agreed += actions[s] == label or _verb(actions[s]) == _verb(label) == "search"
+            sample = _sample(policy, contexts[s], label)
+            key = (tuple(sample.prompt), label)
+            if follow == "teacher" or key not in seen:
+                seen.add(key)
+                samples.append(sample)
         for s, res in runner.step(actions).items():
             if res.done:
                 won += res.won
@@ -83,7 +112,23 @@ def collect_demonstrations(
             else:
                 contexts[s].advance(actions[s], res.obs.text, res.obs.admissible)
     bar.close()
-    return samples, {"teacher_success": won / max(1, len(tasks)), "samples": len(samples)}
+    stats = {"samples": len(samples), f"{follow}_success": won / max(1, len(tasks))}
+    if follow == "policy":
+        stats.update(states=states, agreement=agreed / max(1, states))
+    return samples, stats
+
+
+def _greedy_actions(policy: Policy, contexts: Sequence[EpisodeContext]) -> list[str]:
+    """The policy's greedy actions in ``contexts`` (one batched model call), as a rollout takes them."""
+    from rspo_kit.policy.rollout import RolloutConfig, _choose
+
+    prompts = [build_prompt(ctx, policy.tokenizer, policy.prompt) for ctx in contexts]
+    was_training = policy.model.training
+    policy.model.eval()
+    with torch.no_grad():
+        choices = _choose(policy, prompts, contexts, RolloutConfig(greedy=True), None)
+    policy.model.train(was_training)
+    return [c["action"] for c in choices]
 
 
 def _verb(action: str) -> str:
@@ -136,6 +181,10 @@ class SFTConfig:
     choice_weight: float = 1.0
     # samples weighted by freq(verb) ** -balance (0: unweighted); see ``balance_verbs``
     balance: float = 0.0
+    # DAgger (``warm_start``): after each of the first ``dagger_rounds`` equal shares of the budget,
+    # the policy acts greedily on ``dagger_tasks`` train tasks and the teacher labels its states
+    dagger_rounds: int = 0
+    dagger_tasks: int = 100
 
     def __post_init__(self) -> None:
         if self.lr <= 0 or self.batch_size < 1 or self.epochs < 1:
@@ -144,6 +193,8 @@ class SFTConfig:
             raise ValueError(f"SFTConfig.choice_weight must be >= 0, got {self.choice_weight}")
         if self.balance < 0:
             raise ValueError(f"SFTConfig.balance must be >= 0, got {self.balance}")
+        if self.dagger_rounds < 0 or self.dagger_tasks < 1:
+            raise ValueError(f"SFTConfig needs dagger_rounds >= 0 and dagger_tasks >= 1; got {self}")
 
 
 def sft_loss(model, batch: Sequence[Sample], pad_id: int) -> torch.Tensor:
@@ -261,6 +312,44 @@ def train_sft(policy: Policy, samples: Sequence[Sample], cfg: SFTConfig, progres
     bar.close()
     model.eval()
     return {"losses": losses, "seconds": time.perf_counter() - start, "updates": len(losses)}
+
+
+def warm_start(
+    policy: Policy,
+    runner: BatchRunner,
+    tasks: Sequence[Task],
+    cfg: SFTConfig,
+    p_detour: float = 0.15,
+    seed: int = 0,
+    progress_bar: bool = True,
+) -> dict:
+    """Teacher demonstrations on ``tasks``, then SFT, with ``cfg.dagger_rounds`` rounds of DAgger.
+
+    The SFT time budget (``cfg.time_budget_s``; the demonstrations are not counted) is cut into
+    ``dagger_rounds + 1`` equal phases. Between phases the policy acts greedily on ``dagger_tasks`` of
+    ``tasks`` and the teacher's labels of the states it visited join the data (``collect_demonstrations``
+    with ``follow="policy"``); that collection is paid from the next phase's share. Without a budget
+    every phase trains ``cfg.epochs`` epochs. Returns the demonstration stats, each DAgger round's stats
+    (the policy's success and agreement with the teacher before that round) and the SFT history.
+    """
+    samples, demo = collect_demonstrations(policy, runner, tasks, p_detour, seed, progress_bar)
+    rng, start = random.Random(seed), time.perf_counter()
+    phases = cfg.dagger_rounds + 1
+    losses, rounds = [], []
+    for phase in range(phases):
+        if phase:
+            picked = rng.sample(list(tasks), min(cfg.dagger_tasks, len(tasks)))
+            new, stats = collect_demonstrations(
+                policy, runner, picked, seed=seed + phase, progress_bar=progress_bar, follow="policy"
+            )
+            samples = [*samples, *new]
+            rounds.append({**stats, "seconds": time.perf_counter() - start})
+        budget = cfg.time_budget_s
+        if budget is not None:  # what is left of the budget up to the end of this phase
+            budget = max(0.0, budget * (phase + 1) / phases - (time.perf_counter() - start))
+        losses += train_sft(policy, samples, replace(cfg, time_budget_s=budget), progress_bar)["losses"]
+    sft = {"losses": losses, "seconds": time.perf_counter() - start, "updates": len(losses)}
+    return {"demonstrations": demo, "dagger": rounds, "sft": sft, "samples": len(samples)}
 
 
 def save_policy(policy: Policy, folder: Path) -> Path:

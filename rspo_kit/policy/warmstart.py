@@ -20,7 +20,7 @@ from rspo_kit.envs.batch import BatchRunner
 from rspo_kit.envs.registry import list_tasks
 from rspo_kit.policy.evaluate import evaluate
 from rspo_kit.policy.rollout import Policy
-from rspo_kit.policy.sft import SFTConfig, collect_demonstrations, save_policy, train_sft
+from rspo_kit.policy.sft import SFTConfig, save_policy, warm_start
 
 
 def main(argv=None) -> int:
@@ -39,6 +39,10 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--balance", type=float, default=0.5, help="verb-balanced sample weights: freq ** -balance"
     )
+    ap.add_argument(
+        "--dagger-rounds", type=int, default=0, help="DAgger rounds: the policy acts, the teacher labels"
+    )
+    ap.add_argument("--dagger-tasks", type=int, default=100, help="train tasks per DAgger round")
     ap.add_argument("--eval-n", type=int, default=60)
     ap.add_argument("--pass-n", type=int, default=30, help="tasks for pass@8")
     ap.add_argument("--max-steps", type=int, default=None)
@@ -57,13 +61,6 @@ def main(argv=None) -> int:
     report: dict = {"args": vars(args), "params": sum(p.numel() for p in policy.model.parameters())}
 
     env_kwargs = {"engine": args.engine} if args.engine else {}
-    t0 = time.perf_counter()
-    with BatchRunner(args.env, n_workers=2, env_kwargs=env_kwargs) as runner:
-        tasks = list_tasks(args.env, split="train", n=args.demo_tasks)
-        samples, report["demonstrations"] = collect_demonstrations(
-            policy, runner, tasks, args.p_detour, args.seed
-        )
-    report["demonstrations"]["seconds"] = time.perf_counter() - t0
     cfg = SFTConfig(
         lr=args.lr,
         batch_size=args.batch_size,
@@ -71,8 +68,14 @@ def main(argv=None) -> int:
         time_budget_s=60 * args.minutes,
         choice_weight=args.choice_weight,
         balance=args.balance,
+        dagger_rounds=args.dagger_rounds,
+        dagger_tasks=args.dagger_tasks,
     )
-    report["sft"] = train_sft(policy, samples, cfg)
+    t0 = time.perf_counter()
+    with BatchRunner(args.env, n_workers=2, env_kwargs=env_kwargs) as runner:
+        tasks = list_tasks(args.env, split="train", n=args.demo_tasks)
+        report.update(warm_start(policy, runner, tasks, cfg, args.p_detour, args.seed))
+    report["seconds"] = time.perf_counter() - t0
     save_policy(policy, out / "policy")
     (out / "warmstart.json").write_text(json.dumps(report, indent=1))
 
