@@ -8,7 +8,8 @@ Every grid cell (one combination of values) is one papermill run of the notebook
 notebook is named by its values (``cell_name``) and is also the record of whether it finished: a
 cell whose output notebook carries a ``RSPO_RESULTS`` line (``rspo_kit.records.record``) is skipped
 when the sweep runs again, a failed or killed one is rerun from scratch. So an interrupted sweep
-resumes by running the same command again.
+resumes by running the same command again. Stopping the sweep (Ctrl-C, ``kill``, even ``kill -9``)
+stops its running cells too: no worker or kernel is left behind to run queued cells.
 
 The output folder holds:
 

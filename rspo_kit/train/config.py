@@ -70,6 +70,7 @@ class PolicyConfig:
     sft_minutes: float = 10.0
     sft_lr: float = 2e-3
     sft_balance: float = 0.5  # verb-balanced SFT weights, freq(verb) ** -balance (0: unweighted)
+    sft_dagger_rounds: int = 0  # DAgger rounds inside the SFT budget (see policy.sft.warm_start)
     lora: bool | None = None  # None: LoRA for pretrained models, full fine-tuning for tiny/small
     lora_rank: int = 16
     temperature: float = 1.0  # sampling temperature of training rollouts (log-probs use the same)
@@ -80,6 +81,7 @@ class PolicyConfig:
         _require(self, "sft_demo_tasks", self.sft_demo_tasks >= 1, ">= 1")
         _require(self, "sft_minutes", self.sft_minutes > 0, "> 0")
         _require(self, "sft_balance", self.sft_balance >= 0, ">= 0")
+        _require(self, "sft_dagger_rounds", self.sft_dagger_rounds >= 0, ">= 0")
         _require(self, "temperature", self.temperature > 0, "> 0")
 
 

@@ -31,7 +31,8 @@ def warmstart_key(cfg: RunConfig) -> str:
         "minutes": p.sft_minutes,
         "lr": p.sft_lr,
         "balance": p.sft_balance,
-        "version": 3,  # bump when the SFT recipe or the prompt layout changes
+        **({"dagger_rounds": p.sft_dagger_rounds} if p.sft_dagger_rounds else {}),  # old keys stay valid
+        "version": 4,  # bump when the SFT recipe, the prompt layout or the memory changes
     }
     digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
     return f"{e.name}_{Path(p.preset).name}_{digest}"
@@ -47,33 +48,30 @@ def initial_policy(cfg: RunConfig, progress_bar: bool = True) -> tuple[Policy, d
         return Policy.load(str(folder), mode=mode), {"warmstart": str(folder), "cached": True}
     from rspo_kit.envs.batch import BatchRunner
     from rspo_kit.envs.registry import list_tasks
-    from rspo_kit.policy.sft import SFTConfig, collect_demonstrations, save_policy, train_sft
+    from rspo_kit.policy.sft import SFTConfig, save_policy, warm_start
 
     policy = Policy.load(cfg.policy.preset, mode=mode, seed=0)  # one warm start shared by all seeds
     torch.manual_seed(0)
     start = time.perf_counter()
+    sft_cfg = SFTConfig(
+        lr=cfg.policy.sft_lr,
+        batch_size=16,
+        epochs=50,
+        time_budget_s=60 * cfg.policy.sft_minutes,
+        balance=cfg.policy.sft_balance,
+        dagger_rounds=cfg.policy.sft_dagger_rounds,
+    )
     with BatchRunner(cfg.env.name, n_workers=cfg.env.n_workers, env_kwargs=cfg.env.env_kwargs) as runner:
         tasks = list_tasks(cfg.env.name, split="train", n=cfg.policy.sft_demo_tasks)
-        samples, demo = collect_demonstrations(policy, runner, tasks, progress_bar=progress_bar)
-    sft = train_sft(
-        policy,
-        samples,
-        SFTConfig(
-            lr=cfg.policy.sft_lr,
-            batch_size=16,
-            epochs=50,
-            time_budget_s=60 * cfg.policy.sft_minutes,
-            balance=cfg.policy.sft_balance,
-        ),
-        progress_bar=progress_bar,
-    )
+        done = warm_start(policy, runner, tasks, sft_cfg, progress_bar=progress_bar)
     save_policy(policy, folder)
     report = {
         "warmstart": str(folder),
         "cached": False,
-        "demonstrations": demo,
-        "sft_updates": sft["updates"],
-        "sft_final_loss": sum(sft["losses"][-20:]) / max(1, len(sft["losses"][-20:])),
+        "demonstrations": done["demonstrations"],
+        "dagger": done["dagger"],
+        "sft_updates": done["sft"]["updates"],
+        "sft_final_loss": sum(done["sft"]["losses"][-20:]) / max(1, len(done["sft"]["losses"][-20:])),
         "seconds": time.perf_counter() - start,
     }
     (folder.parent / "report.json").write_text(json.dumps(report, indent=1))
