@@ -272,41 +272,57 @@ def run_sweep(
     todo = [c for c in cells if c.name not in outcomes]
     say(f"sweep {out}: {len(cells)} cells, {len(outcomes)} finished before, {len(todo)} to run")
     if todo:
-        kernel = kernel_name or ensure_kernel()
+        jobs = []
         known = _notebook_parameters(notebook)
         n_workers = max(1, min(workers, usable_cores(), len(todo)))
         threads = fixed.get("THREADS") or max(1, usable_cores() // n_workers)
-        # spawn: the caller may be a kernel with torch's thread pools running, which fork would copy
-        with _terminate_as_interrupt():
-            pool = ProcessPoolExecutor(n_workers, mp_context=get_context("spawn"), initializer=_worker_init)
-            try:
-                futures = {}
-                for c in todo:
-                    shutil.rmtree(c.run_dir, ignore_errors=True)  # a failed or killed run's leftovers
-                    c.notebook.unlink(missing_ok=True)
-                    c.notebook.with_suffix(".log").unlink(missing_ok=True)
-                    params = {**fixed, **c.params}
-                    if "RUN_DIR" in known:
-                        params["RUN_DIR"] = str(c.run_dir)
-                    if "THREADS" in known:
-                        params.setdefault("THREADS", threads)
-                    job = pool.submit(
-                        _run_cell, str(notebook), str(c.notebook), params, kernel, threads, timeout_s
-                    )
-                    futures[job] = c
-                for job in as_completed(futures):
-                    c = futures[job]
-                    seconds, error = job.result()
-                    outcomes[c.name] = CellOutcome(c.name, "failed" if error else "finished", seconds, error)
-                    say(f"  {c.name}: {'FAILED ' + error if error else 'finished'} ({seconds:.0f} s)")
-            except BaseException:  # Ctrl-C, SIGTERM (see _terminate_as_interrupt) or a bug here
-                _stop_workers(pool)
-                say(
-                    "sweep stopped: running cells were killed and will rerun next time; queued cells did not start"
-                )
-                raise
-            pool.shutdown()
+        for c in todo:
+            shutil.rmtree(c.run_dir, ignore_errors=True)  # a failed or killed run's leftovers
+            c.notebook.unlink(missing_ok=True)
+            c.notebook.with_suffix(".log").unlink(missing_ok=True)
+            params = {**fixed, **c.params}
+            if "RUN_DIR" in known:
+                params["RUN_DIR"] = str(c.run_dir)
+            if "THREADS" in known:
+                params.setdefault("THREADS", threads)
+            jobs.append((c, params))
+        kernel = kernel_name or ensure_kernel()
+        for c, seconds, error in _execute(notebook, jobs, kernel, n_workers, threads, timeout_s, say):
+            outcomes[c.name] = CellOutcome(c.name, "failed" if error else "finished", seconds, error)
+            say(f"  {c.name}: {'FAILED ' + error if error else 'finished'} ({seconds:.0f} s)")
     return [outcomes[c.name] for c in cells]
+
+
+def _execute(
+    notebook: Path,
+    jobs: list[tuple[Cell, dict]],
+    kernel: str,
+    n_workers: int,
+    threads: int,
+    timeout_s: float | None,
+    say: Callable[[str], None],
+):
+    """Run the cells in a pool of ``n_workers`` processes; yields (cell, seconds, error) as each ends.
+
+    Stopping the sweep (Ctrl-C, SIGTERM) cancels the queued cells and terminates the running ones.
+    """
+    # spawn: the caller may be a kernel with torch's thread pools running, which fork would copy
+    with _terminate_as_interrupt():
+        pool = ProcessPoolExecutor(n_workers, mp_context=get_context("spawn"), initializer=_worker_init)
+        try:
+            futures = {
+                pool.submit(_run_cell, str(notebook), str(c.notebook), params, kernel, threads, timeout_s): c
+                for c, params in jobs
+            }
+            for job in as_completed(futures):
+                yield (futures[job], *job.result())
+        except BaseException:  # Ctrl-C, SIGTERM (see _terminate_as_interrupt) or a bug here
+            _stop_workers(pool)
+            say(
+                "sweep stopped: running cells were killed and will rerun next time; queued ones did not start"
+            )
+            raise
+        pool.shutdown()
 
 
 def _worker_init() -> None:
