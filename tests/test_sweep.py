@@ -188,6 +188,7 @@ def test_sweep_runs_resumes_and_aggregates(tiny_notebook, tmp_path):
     page = (out / "curves.html").read_text()
     assert "Plotly.newPlot" in page and "ALGO=gigpo (mean of 2)" in page and "<table" in page
     assert (out / "plotly.min.js").is_file()  # offline plotly.js next to the page
+    assert "window.Plotly || document.write" in page and "cdn.plot.ly/plotly-" in page  # copied without it
     assert pd.read_csv(out / "results.csv").shape[0] == 4
 
 

@@ -516,27 +516,35 @@ def curve_figure(rows: Sequence[Mapping[str, Any]], by: Sequence[str], curve: st
 
 
 def _plotly_js(folder: Path) -> str:
-    """A script src for plotly.js: a copy next to the page from the installed plotly, else the CDN."""
+    """Script tags for plotly.js: a copy next to the page (from the installed plotly) for offline use,
+    and the CDN's copy of the same version when that file is missing, e.g. a page committed without it."""
     import importlib.util
 
+    try:
+        from plotly.offline import get_plotlyjs_version
+
+        cdn = f"https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js"
+    except ImportError:
+        cdn = "https://cdn.plot.ly/plotly-2.35.2.min.js"
     spec = importlib.util.find_spec("plotly")  # locates the package without importing it
     if spec and spec.submodule_search_locations:
         bundled = Path(next(iter(spec.submodule_search_locations))) / "package_data" / "plotly.min.js"
         if bundled.is_file():
             if not (folder / "plotly.min.js").is_file():
                 shutil.copyfile(bundled, folder / "plotly.min.js")
-            return "plotly.min.js"
-    return "https://cdn.plot.ly/plotly-2.35.2.min.js"
+            fallback = f"window.Plotly || document.write('<script src=\"{cdn}\"><\\/script>')"
+            return f"<script src='plotly.min.js'></script><script>{fallback}</script>"
+    return f"<script src='{cdn}'></script>"
 
 
 def write_figure_html(spec: Mapping, path: Path, table: pd.DataFrame | None = None, title: str = "") -> Path:
     """A standalone page: the figure (needs JavaScript; plotly.js offline when plotly is installed)
     and, readable without JavaScript, ``table`` as plain HTML."""
     path = Path(path)
-    src = _plotly_js(path.parent)
+    scripts = _plotly_js(path.parent)
     page = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
-        f"<title>{title}</title><script src='{src}'></script></head><body>",
+        f"<title>{title}</title>{scripts}</head><body>",
         f"<h3>{title}</h3><div id='fig' style='height:520px'></div>",
         "<noscript>The figure needs JavaScript; the table below does not.</noscript>",
         f"<script>Plotly.newPlot('fig', {json.dumps(spec.get('data', []))}, {json.dumps(spec.get('layout', {}))});</script>",
