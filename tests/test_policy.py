@@ -263,7 +263,7 @@ def test_dagger_labels_each_distinct_state_the_policy_visits_with_the_teachers_a
             actions, _ = candidate_set(policy, ctx.admissible, ctx.instruction)
             prompt = tuple(build_prompt(ctx, policy.tokenizer, policy.prompt))
             teacher_at[prompt] = (alfworld_search_action(ctx), actions)
-            action = sft_module._greedy_actions(policy, [ctx])[0]
+            action = sft_module._greedy_actions(policy, [list(prompt)], [ctx])[0]
             res = game.step(action)
             if res.done:
                 break

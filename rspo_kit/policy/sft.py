@@ -81,9 +81,10 @@ def collect_demonstrations(
         for s in slots:
             teacher = _teacher(tasks[s].env)
             labels[s] = teacher(contexts[s]) if teacher else env_expert.get(s)
+        prompts = {s: build_prompt(contexts[s], policy.tokenizer, policy.prompt) for s in slots}
         if follow == "policy":
-            actions = _greedy_actions(policy, [contexts[s] for s in slots])
-            actions = dict(zip(slots, actions, strict=True))
+            chosen = _greedy_actions(policy, [prompts[s] for s in slots], [contexts[s] for s in slots])
+            actions = dict(zip(slots, chosen, strict=True))
         else:
             actions = {}
             for s in slots:
@@ -99,11 +100,10 @@ def collect_demonstrations(
                 continue
             states += 1
             agreed += actions[s] == label or _verb(actions[s]) == _verb(label) == "search"
-            sample = _sample(policy, contexts[s], label)
-            key = (tuple(sample.prompt), label)
+            key = (tuple(prompts[s]), label)
             if follow == "teacher" or key not in seen:
                 seen.add(key)
-                samples.append(sample)
+                samples.append(_sample(policy, contexts[s], label, prompts[s]))
         for s, res in runner.step(actions).items():
             if res.done:
                 won += res.won
@@ -118,11 +118,12 @@ def collect_demonstrations(
     return samples, stats
 
 
-def _greedy_actions(policy: Policy, contexts: Sequence[EpisodeContext]) -> list[str]:
+def _greedy_actions(
+    policy: Policy, prompts: list[list[int]], contexts: Sequence[EpisodeContext]
+) -> list[str]:
     """The policy's greedy actions in ``contexts`` (one batched model call), as a rollout takes them."""
     from rspo_kit.policy.rollout import RolloutConfig, _choose
 
-    prompts = [build_prompt(ctx, policy.tokenizer, policy.prompt) for ctx in contexts]
     was_training = policy.model.training
     policy.model.eval()
     with torch.no_grad():
@@ -136,8 +137,8 @@ def _verb(action: str) -> str:
     return action.split("[", 1)[0].split(" ", 1)[0]
 
 
-def _sample(policy: Policy, ctx: EpisodeContext, action: str) -> Sample:
-    prompt, verb = build_prompt(ctx, policy.tokenizer, policy.prompt), _verb(action)
+def _sample(policy: Policy, ctx: EpisodeContext, action: str, prompt: list[int]) -> Sample:
+    verb = _verb(action)
     if policy.mode != "choice":
         return Sample(prompt, policy.encode_action(action), verb=verb)
     actions, cands = candidate_set(policy, ctx.admissible, ctx.instruction)
