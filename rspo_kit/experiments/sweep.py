@@ -31,6 +31,7 @@ import contextlib
 import itertools
 import json
 import math
+import multiprocessing
 import os
 import re
 import shutil
@@ -308,6 +309,7 @@ def _execute(
     """
     # spawn: the caller may be a kernel with torch's thread pools running, which fork would copy
     with _terminate_as_interrupt():
+        others = set(multiprocessing.active_children())  # the caller's own children: not ours to stop
         pool = ProcessPoolExecutor(n_workers, mp_context=get_context("spawn"), initializer=_worker_init)
         try:
             futures = {
@@ -317,7 +319,7 @@ def _execute(
             for job in as_completed(futures):
                 yield (futures[job], *job.result())
         except BaseException:  # Ctrl-C, SIGTERM (see _terminate_as_interrupt) or a bug here
-            _stop_workers(pool)
+            _stop_workers(pool, others)
             say(
                 "sweep stopped: running cells were killed and will rerun next time; queued ones did not start"
             )
@@ -341,14 +343,14 @@ def _worker_init() -> None:
             os._exit(1)
 
 
-def _stop_workers(pool: ProcessPoolExecutor) -> None:
-    """Cancel queued cells and terminate the workers (and with them their kernels) now."""
-    import multiprocessing
-
+def _stop_workers(pool: ProcessPoolExecutor, others: set) -> None:
+    """Cancel queued cells and terminate the pool's workers (and with them their kernels) now: every
+    child process started since the pool was made, not the ``others`` the caller had before."""
     pool.shutdown(wait=False, cancel_futures=True)
-    for proc in multiprocessing.active_children():
+    workers = [proc for proc in multiprocessing.active_children() if proc not in others]
+    for proc in workers:
         proc.terminate()
-    for proc in multiprocessing.active_children():
+    for proc in workers:
         proc.join(timeout=10)
 
 
