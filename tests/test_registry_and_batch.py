@@ -5,11 +5,22 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
+from lock_env import register_lock
 
-from rspo_kit.envs import Observation, StepResult, Task, TextEnv, list_tasks, make_env, register_env
+from rspo_kit.envs import (
+    Observation,
+    StepResult,
+    Task,
+    TextEnv,
+    list_tasks,
+    make_env,
+    register_env,
+    valid_start,
+)
 from rspo_kit.envs.batch import BatchRunner
 from rspo_kit.envs.play import expert_policy, play, success_table
 
@@ -120,3 +131,20 @@ def test_bad_runner_arguments():
         BatchRunner("fragile", n_workers=-1)
     with pytest.raises(KeyError):
         BatchRunner("nope")
+
+
+@pytest.mark.parametrize("env", ["alfworld", "webshop"])
+def test_valid_is_a_held_out_tail_of_train(env):
+    train, valid = list_tasks(env, split="train"), list_tasks(env, split="valid")
+    start = valid_start(env)
+    assert valid == train[start:] and len(valid) == 240
+    assert not {t.id for t in valid} & {t.id for t in list_tasks(env, split="train", n=start)}
+    assert list_tasks(env, split="valid", n=5) == valid[:5]
+    if env == "alfworld":  # task types interleave, so the tail holds each of the six equally
+        assert set(Counter(t.kind for t in valid).values()) == {40}
+
+
+def test_a_small_train_split_holds_out_a_fifth(lock_env):
+    register_lock()  # "dial": 8 train tasks
+    assert valid_start("dial") == 7
+    assert list_tasks("dial", split="valid") == list_tasks("dial", split="train")[7:]

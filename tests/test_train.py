@@ -302,3 +302,14 @@ def test_iteration_time_is_split_into_parts(tmp_path):
     parts += ["perf/explorer_update_s", "perf/swap_s", "perf/tables_s", "perf/eval_s"]
     assert all(m[p] >= 0 for p in parts), m[parts]
     assert sum(m[p] for p in parts) <= m["perf/iteration_s"]
+
+
+def test_tuning_on_valid_refuses_train_tasks_that_overlap_it(tmp_path):
+    # "dial" has 8 train tasks; the last one is its valid split
+    cfg = _smoke("dial", "grpo", "plain", tmp_path, train__eval_split="valid")
+    assert cfg.env.train_tasks == 8
+    with pytest.raises(ValueError, match=r"env.train_tasks=8 overlaps the valid split .* at most 7"):
+        Trainer(cfg)
+    cfg.env.train_tasks = 7
+    m = train(cfg).metrics
+    assert m["eval/success"].notna().all()

@@ -1,7 +1,7 @@
 """Text environments behind one protocol: ``make_env``, ``list_tasks``, ``register_env``."""
 
 from rspo_kit.envs.base import EpisodeOverError, Observation, StepResult, Task, TextEnv, normalize_command
-from rspo_kit.envs.registry import SPLITS, list_tasks, make_env, register_env, registered_envs
+from rspo_kit.envs.registry import SPLITS, list_tasks, make_env, register_env, registered_envs, valid_start
 
 __all__ = [
     "SPLITS",
@@ -15,4 +15,5 @@ __all__ = [
     "normalize_command",
     "register_env",
     "registered_envs",
+    "valid_start",
 ]

@@ -8,7 +8,10 @@ from dataclasses import dataclass
 
 from rspo_kit.envs.base import Task, TextEnv
 
-SPLITS = ("train", "eval", "eval_unseen")
+SPLITS = ("train", "valid", "eval", "eval_unseen")
+# "valid" is not a split of its own: it is the tail of train, held out for tuning (issue 8: tune on
+# train and a validation subset of it, never on eval or eval_unseen). Its tasks keep their train ids.
+VALID_SIZE = 240  # tasks; a fifth of train when train is smaller than 5 * VALID_SIZE
 
 
 @dataclass(frozen=True)
@@ -66,9 +69,28 @@ def make_env(name: str, **kwargs) -> TextEnv:
 def list_tasks(name: str, split: str = "train", n: int | None = None) -> list[Task]:
     """The first ``n`` tasks (all if ``None``) of a split, always in the same order.
 
-    Built-in envs know the splits ``train``, ``eval`` and ``eval_unseen`` (see ``SPLITS``).
+    Built-in envs know the splits ``train``, ``eval`` and ``eval_unseen`` (see ``SPLITS``); every env
+    also has ``valid``: its train tasks from index ``valid_start(name)`` on, held out for tuning.
+    Train on the first ``valid_start(name)`` train tasks at most to keep the two apart.
     """
     if n is not None and n < 0:
         raise ValueError(f"n must be >= 0 or None, got {n}")
-    tasks = list(_entry(name).list_tasks(split))
+    if split == "valid":
+        train = list(_entry(name).list_tasks("train"))
+        tasks = train[_valid_start(len(train)) :]
+    else:
+        tasks = list(_entry(name).list_tasks(split))
     return tasks if n is None else tasks[:n]
+
+
+def _valid_start(n_train: int) -> int:
+    return n_train - min(VALID_SIZE, n_train // 5)
+
+
+def valid_start(name: str) -> int:
+    """Index of the first train task of the ``valid`` split: train on ``train[:valid_start]`` only.
+
+    >>> valid_start("alfworld")  # 3,000 train tasks, the last 240 held out
+    2760
+    """
+    return _valid_start(len(_entry(name).list_tasks("train")))

@@ -182,7 +182,7 @@ class TrainConfig:
     max_env_steps: int | None = None  # stop once this many env steps (actor + explorer) are spent
     seed: int = 0
     eval_every: int = 5  # iterations; the last iteration is always evaluated
-    eval_split: str = "eval"
+    eval_split: str = "eval"  # "valid" (held-out train tasks) when tuning: never tune on eval splits
     eval_n: int = 30
     # also evaluate eval_n tasks of this split once, after the last iteration ("" = none): scenes or
     # goals unseen in training, reported as eval_unseen/* (issue 8's second split)

@@ -31,7 +31,7 @@ import pandas as pd
 import torch
 
 from rspo_kit.envs.batch import BatchRunner
-from rspo_kit.envs.registry import list_tasks
+from rspo_kit.envs.registry import list_tasks, valid_start
 from rspo_kit.policy.adapters import ActorExplorer
 from rspo_kit.policy.evaluate import evaluate
 from rspo_kit.policy.rollout import RolloutConfig, Trajectory, rollout
@@ -70,6 +70,22 @@ class RunResult:
         return rows.iloc[-1].to_dict() if len(rows) else {}
 
 
+def _check_valid_held_out(cfg: RunConfig) -> None:
+    """Evaluating on ``valid`` is tuning on held-out train tasks: no train task the run learns from may be in it."""
+    if "valid" not in (cfg.train.eval_split, cfg.train.final_eval_split):
+        return
+    start = valid_start(cfg.env.name)
+    used = {"env.train_tasks": cfg.env.train_tasks}
+    if cfg.policy.warmstart:
+        used["policy.sft_demo_tasks"] = cfg.policy.sft_demo_tasks
+    for name, n in used.items():
+        if n > start:
+            raise ValueError(
+                f"{name}={n} overlaps the valid split (train tasks {start} onwards of {cfg.env.name}); "
+                f"use at most {start} or evaluate on another split"
+            )
+
+
 def _default_run_dir(cfg: RunConfig) -> Path:
     name = (
         f"{time.strftime('%Y%m%d-%H%M%S')}_{cfg.env.name}_{cfg.algo.name}_{variant_of(cfg)}_s{cfg.train.seed}"
@@ -98,6 +114,7 @@ class Trainer:
 
     def __init__(self, cfg: RunConfig, callbacks: Sequence[Any] = (), run_dir: Path | None = None):
         self.cfg = cfg.validate()
+        _check_valid_held_out(cfg)
         self.callbacks = list(callbacks)
         self.run_dir = Path(run_dir or cfg.train.run_dir or _default_run_dir(cfg))
         self.run_dir.mkdir(parents=True, exist_ok=True)
