@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 
 import pytest
@@ -244,6 +245,23 @@ def test_sft_lowers_the_loss_and_changes_the_parameters():
     loss1 = float(sft_loss(policy.model, samples, policy.tokenizer.pad_token_id))
     assert loss1 < 0.5 * loss0
     assert any(not torch.equal(a, b) for a, b in zip(before, policy.model.parameters(), strict=True))
+
+
+def test_a_time_budget_anneals_the_sft_learning_rate_before_it_runs_out(monkeypatch):
+    policy = Policy.load("tiny", seed=1)
+    with BatchRunner("alfworld", n_workers=0) as runner:
+        samples, _ = collect_demonstrations(
+            policy, runner, list_tasks("alfworld", "train", n=2), progress_bar=False
+        )
+    ticks = itertools.count()  # a clock that advances 0.05 s whenever it is read: ~0.1 s per step
+    monkeypatch.setattr(sft_module.time, "perf_counter", lambda: 0.05 * next(ticks))
+    cfg = SFTConfig(lr=1e-3, epochs=10_000, batch_size=4, time_budget_s=10.0)
+    lrs = train_sft(policy, samples, cfg, progress_bar=False)["lrs"]
+    # stopped by the clock after a small fraction of its nominal steps, yet warmed up and then
+    # annealed (a step-count schedule would have ended at ~100% of the learning rate)
+    assert 90 <= len(lrs) <= 110
+    assert max(lrs) > 0.7 * cfg.lr and lrs[-1] <= 0.06 * cfg.lr
+    assert lrs.index(max(lrs)) == 19  # the end of the warm-up
 
 
 def test_dagger_labels_each_distinct_state_the_policy_visits_with_the_teachers_action():

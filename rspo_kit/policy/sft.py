@@ -282,10 +282,7 @@ def train_sft(policy: Policy, samples: Sequence[Sample], cfg: SFTConfig, progres
     rng = random.Random(cfg.seed)
     steps_per_epoch = (len(samples) + cfg.batch_size - 1) // cfg.batch_size
     total = steps_per_epoch * cfg.epochs
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / 20) * max(0.05, 1 - s / total)
-    )
-    start, losses = time.perf_counter(), []
+    start, losses, lrs = time.perf_counter(), [], []
     model.train()
     bar = tqdm(total=total, desc="sft", disable=not progress_bar, leave=False)
     order = list(range(len(samples)))
@@ -293,6 +290,9 @@ def train_sft(policy: Policy, samples: Sequence[Sample], cfg: SFTConfig, progres
         rng.shuffle(order)
         for idx in _length_bucketed(order, samples, cfg.batch_size, rng):
             batch = [samples[i] for i in idx]
+            lrs.append(cfg.lr * lr_factor(len(losses), total, time.perf_counter() - start, cfg.time_budget_s))
+            for group in opt.param_groups:
+                group["lr"] = lrs[-1]
             if cfg.choice_weight and policy.mode == "choice":
                 loss = choice_loss(model, batch, pad_id, cfg.choice_weight)
             else:
@@ -301,7 +301,6 @@ def train_sft(policy: Policy, samples: Sequence[Sample], cfg: SFTConfig, progres
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
-            sched.step()
             losses.append(loss.item())
             bar.update(1)
             bar.set_postfix(loss=f"{losses[-1]:.3f}")
@@ -312,7 +311,27 @@ def train_sft(policy: Policy, samples: Sequence[Sample], cfg: SFTConfig, progres
         break
     bar.close()
     model.eval()
-    return {"losses": losses, "seconds": time.perf_counter() - start, "updates": len(losses)}
+    return {"losses": losses, "lrs": lrs, "seconds": time.perf_counter() - start, "updates": len(losses)}
+
+
+def lr_factor(
+    step: int, total: int, elapsed: float = 0.0, budget: float | None = None, warmup: int = 20
+) -> float:
+    """SFT learning-rate multiplier: linear warm-up, then linear decay to 5% at the end of the run.
+
+    The end is whichever comes first, the last step or the time budget: a run cut short by its budget
+    still anneals (before, a 10-minute warm start of 50 nominal epochs stopped at ~3% of its schedule,
+    i.e. at full learning rate).
+
+    >>> [round(lr_factor(s, total=100), 2) for s in (0, 50, 99)]
+    [0.05, 0.5, 0.05]
+    >>> lr_factor(100, total=10_000, elapsed=450.0, budget=600.0)  # 75% of the time spent
+    0.25
+    """
+    progress = step / total
+    if budget:
+        progress = max(progress, elapsed / budget)
+    return min(1.0, (step + 1) / warmup) * max(0.05, 1.0 - progress)
 
 
 def warm_start(
