@@ -67,6 +67,39 @@ def test_alfworld_memory_tracks_what_was_seen():
     assert m.found() == ["apple 3 in countertop 1", "apple 1 in countertop 1"]
 
 
+@pytest.mark.parametrize("goal", range(12))
+def test_webshop_memory_remembers_the_options_the_page_does_not_show(goal, tiny):
+    env = make_env("webshop")
+    task = list_tasks("webshop", "eval", n=12)[goal]
+    obs = env.reset(task)
+    ctx = EpisodeContext("webshop", obs.instruction, obs.text, tuple(obs.admissible))
+    while (action := env.expert_action()) not in (None, "click[buy now]"):
+        before = ctx.memory
+        res = env.step("click[no such option]")  # a no-op: nothing is remembered
+        ctx.advance("click[no such option]", res.obs.text, res.obs.admissible)
+        assert ctx.memory == before and not res.valid
+        res = env.step(action)
+        ctx.advance(action, res.obs.text, res.obs.admissible)
+        # the memory holds exactly the option values the shop has selected (in the order chosen)
+        assert sorted(ctx.memory.chosen) == sorted(env.state.selected.values())
+        prompt = tiny.tokenizer.decode(build_prompt(ctx, tiny.tokenizer, tiny.prompt))
+        assert prompt.count(task.meta["goal"]["instruction"]) == 1  # the task line only, not the page's copy
+    assert env.state.kind == "item"
+    res = env.step("click[back to search]")
+    ctx.advance("click[back to search]", res.obs.text, res.obs.admissible)
+    assert ctx.memory.chosen == () and "Chosen: none" in ctx.memory.render()
+
+
+def test_a_result_the_next_action_left_unchanged_is_not_repeated(tiny):
+    page = "WebShop [SEP] Back to Search [SEP] color [SEP] red [SEP] blue [SEP] A shirt [SEP] Buy Now"
+    ctx = EpisodeContext("webshop", "buy a red shirt", page, ("click[red]",))
+    ctx.advance("click[red]", page, ("click[red]",))
+    ctx.advance("click[blue]", page, ("click[blue]",))
+    text = tiny.tokenizer.decode(build_prompt(ctx, tiny.tokenizer, PromptConfig(history=2)))
+    assert "Recent: > click[red] | (unchanged) > click[blue]\nNow: " + page in text
+    assert "Chosen: red, blue" in text
+
+
 def test_instruction_parser_covers_every_template():
     from rspo_kit.envs.alfworld.scenes import TEMPLATES
 

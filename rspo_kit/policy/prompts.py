@@ -4,9 +4,11 @@ A tiny model sees only its prompt, so the prompt carries what a person would rem
 where the agent is, what it holds (and whether it already heated, cooled or cleaned it), the objects
 seen so far whose kind the task names (``Found:``, the note a person searching for a mug would keep),
 and the receptacles of the room in order, each as ``?`` (not yet looked at), ``closed`` or what was
-seen in it; for WebShop the queries tried and the items viewed.
-Then the last ``k`` (action, observation) pairs, the current observation, the admissible actions, and
-the task last.
+seen in it; for WebShop the queries tried, the items viewed and the option values chosen (the page
+does not show them), and the page without its copy of the instruction.
+Then the last ``k`` (action, observation) pairs (a result the next action left unchanged, such as a
+page after choosing an option, as ``(unchanged)``), the current observation, the admissible actions,
+and the task last.
 Length is bounded: the oldest history goes first, then the action list; the current observation and
 the memory are never cut.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 
 # Words of the template, added to the tokenizer corpus so that prompts tokenize compactly.
 TEMPLATE_WORDS = (
@@ -107,6 +110,10 @@ class AlfworldMemory:
             if o and object_kind(o) in self.task_words
         ]
 
+    @staticmethod
+    def show(observation: str, instruction: str) -> str:
+        return observation
+
     def render(self) -> str:
         seen = "; ".join(f"{r}: {self.contents.get(r, '?')}" for r in self.order)
         holding = f"{self.holding} ({self.treated})" if self.holding and self.treated else self.holding
@@ -114,23 +121,47 @@ class AlfworldMemory:
         return f"At: {self.at or 'start'}. Holding: {holding or 'nothing'}. Found: {found}. {seen}"
 
 
+_ASIN = re.compile(r"[a-z0-9]{10}")
+_NOT_OPTIONS = {"back to search", "< prev", "next >", "buy now", "description", "features", "reviews"}
+
+
 @dataclass(frozen=True)
 class WebShopMemory:
-    """Queries tried and items viewed, in order."""
+    """Queries tried, items viewed, and the option values chosen (the page does not show them)."""
 
     queries: tuple[str, ...] = ()
     viewed: tuple[str, ...] = ()
+    chosen: tuple[str, ...] = ()  # option values clicked since the last search; kept across items
 
     def update(self, action: str, observation: str) -> WebShopMemory:
         a = action.strip().lower()
         if a.startswith("search[") and a.endswith("]"):
-            return replace(self, queries=(*self.queries, a[7:-1])[-3:])
-        if a.startswith("click[") and a.endswith("]") and re.fullmatch(r"[a-z0-9]{10}", a[6:-1]):
-            return replace(self, viewed=tuple(dict.fromkeys((*self.viewed, a[6:-1])))[-5:])
+            return replace(self, queries=(*self.queries, a[7:-1])[-3:], chosen=())
+        if not (a.startswith("click[") and a.endswith("]")):
+            return self
+        target = a[6:-1]
+        if _ASIN.fullmatch(target):
+            return replace(self, viewed=tuple(dict.fromkeys((*self.viewed, target)))[-5:])
+        if target == "back to search":  # the shop forgets the selected options too
+            return replace(self, chosen=())
+        # an option value: the item page shows it as one of its texts (an unknown click is a no-op)
+        shown = {t.strip().lower() for t in observation.split("[SEP]")}
+        if target not in _NOT_OPTIONS and target in shown:
+            return replace(self, chosen=(*(c for c in self.chosen if c != target), target))
         return self
 
     def render(self) -> str:
-        return f"Queries: {' | '.join(self.queries) or 'none'}. Viewed: {', '.join(self.viewed) or 'none'}"
+        queries, viewed = " | ".join(self.queries) or "none", ", ".join(self.viewed) or "none"
+        return f"Queries: {queries}. Viewed: {viewed}. Chosen: {', '.join(self.chosen) or 'none'}"
+
+    @staticmethod
+    def show(observation: str, instruction: str) -> str:
+        """The page without its copy of the instruction (the prompt states the task once, last).
+
+        >>> WebShopMemory.show("WebShop [SEP] Instruction: [SEP] buy a mug [SEP] Search", "buy a mug")
+        'WebShop [SEP] Search'
+        """
+        return observation.replace(f"Instruction: [SEP] {instruction} [SEP] ", "")
 
 
 MEMORIES = {"alfworld": AlfworldMemory, "webshop": WebShopMemory}
@@ -178,10 +209,17 @@ def _user_message(ctx: EpisodeContext, cfg: PromptConfig, history: int, actions:
     # the candidates must be matched against, and a tiny model attends most easily to nearby tokens.
     parts = [f"Memory: {ctx.memory.render()}"]
     recent = ctx.history[-history:] if history else []
+
+    def show(observation: str) -> str:
+        return ctx.memory.show(observation.strip(), ctx.instruction)
+
     if recent:  # the last action's result is the current observation, shown below as "Now"
-        steps = [f"> {a} | {o.strip()}" for a, o in recent[:-1]] + [f"> {recent[-1][0]}"]
+        # a result that the next action left as it was (a web page after choosing an option) is not repeated
+        pairs = pairwise(recent)
+        steps = [f"> {a} | {show(o) if o != after else '(unchanged)'}" for (a, o), (_, after) in pairs]
+        steps.append(f"> {recent[-1][0]}")
         parts.append("Recent: " + " ".join(steps))
-    parts.append(f"Now: {ctx.observation.strip()}")
+    parts.append(f"Now: {show(ctx.observation)}")
     if actions and ctx.admissible:
         parts.append("Actions: " + " | ".join(ctx.admissible))
     parts.append(f"Task: {ctx.instruction}")

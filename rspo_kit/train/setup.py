@@ -32,7 +32,7 @@ def warmstart_key(cfg: RunConfig) -> str:
         "lr": p.sft_lr,
         "balance": p.sft_balance,
         **({"dagger_rounds": p.sft_dagger_rounds} if p.sft_dagger_rounds else {}),  # old keys stay valid
-        "version": 5,  # bump when the SFT recipe, the prompt layout or the memory changes
+        "version": 6,  # bump when the SFT recipe, the prompt layout or the memory changes
     }
     digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
     return f"{e.name}_{Path(p.preset).name}_{digest}"
