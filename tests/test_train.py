@@ -313,3 +313,23 @@ def test_tuning_on_valid_refuses_train_tasks_that_overlap_it(tmp_path):
     cfg.env.train_tasks = 7
     m = train(cfg).metrics
     assert m["eval/success"].notna().all()
+
+
+def test_a_runs_trained_actor_loads_read_only_and_evaluates_from_the_cli(tmp_path, capsys):
+    from rspo_kit.policy.evaluate import main as evaluate_main
+    from rspo_kit.train.trainer import trained_actor
+
+    cfg = _smoke("dial", "grpo", "plain", tmp_path, train__iterations=2)
+    trainer = Trainer(cfg)
+    start = _params(trainer, "actor")
+    trainer.run()
+    run_dir = Path(cfg.train.run_dir)
+    files = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    actor = trained_actor(run_dir)
+    loaded = [p.detach() for p in actor.model.parameters()]
+    assert not _changed(_params(trainer, "actor"), loaded) and _changed(start, loaded)
+    assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == files  # nothing written
+    assert evaluate_main(["--policy", str(run_dir), "--env", "dial", "--n", "3"]) == 0
+    assert json.loads(capsys.readouterr().out)["tasks"] == 3
+    with pytest.raises(FileNotFoundError, match="not a training run"):
+        trained_actor(tmp_path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from rspo_kit.envs.batch import BatchRunner
 from rspo_kit.envs.registry import list_tasks
@@ -154,7 +155,11 @@ def main(argv=None) -> int:
     import json
 
     ap = argparse.ArgumentParser(description="Evaluate a policy on a fixed split")
-    ap.add_argument("--policy", required=True, help="preset name or checkpoint folder")
+    ap.add_argument(
+        "--policy",
+        required=True,
+        help="preset name, saved policy folder, or a training run's folder (its actor)",
+    )
     ap.add_argument("--env", default="alfworld")
     ap.add_argument("--split", default="eval")
     ap.add_argument("--n", type=int, default=None)
@@ -168,7 +173,12 @@ def main(argv=None) -> int:
         "--on-policy", action="store_true", help="with --teacher-forced: agreement in the policy's own states"
     )
     args = ap.parse_args(argv)
-    policy = Policy.load(args.policy)
+    if (Path(args.policy) / "config.json").exists():  # a training run: its actor at the latest checkpoint
+        from rspo_kit.train.trainer import trained_actor
+
+        policy = trained_actor(args.policy)
+    else:
+        policy = Policy.load(args.policy)
     if args.teacher_forced:
         follow = "policy" if args.on_policy else "teacher"
         print(

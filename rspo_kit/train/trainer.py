@@ -34,7 +34,7 @@ from rspo_kit.envs.batch import BatchRunner
 from rspo_kit.envs.registry import list_tasks, valid_start
 from rspo_kit.policy.adapters import ActorExplorer
 from rspo_kit.policy.evaluate import evaluate
-from rspo_kit.policy.rollout import RolloutConfig, Trajectory, rollout
+from rspo_kit.policy.rollout import Policy, RolloutConfig, Trajectory, rollout
 from rspo_kit.records import MetricsLog, turn_table, write_table
 from rspo_kit.rewards.outcome import OutcomeConfig
 from rspo_kit.rewards.signals import RewardModel
@@ -86,6 +86,29 @@ def _check_valid_held_out(cfg: RunConfig) -> None:
             )
 
 
+def _uses_lora(cfg: RunConfig, base: Policy) -> bool:
+    """LoRA adapters for pretrained models, full fine-tuning (and copies) for the tiny presets."""
+    if cfg.policy.lora is not None:
+        return cfg.policy.lora
+    return sum(p.numel() for p in base.model.parameters()) > 50e6
+
+
+def trained_actor(run_dir: str | Path) -> Policy:
+    """The actor of a training run at its latest checkpoint, e.g. to evaluate it on more tasks.
+
+    Read-only: nothing in ``run_dir`` changes (``python -m rspo_kit.policy.evaluate --policy RUN_DIR``).
+    """
+    run_dir = Path(run_dir)
+    folder = latest_checkpoint(run_dir)
+    if folder is None or not (run_dir / "config.json").exists():
+        raise FileNotFoundError(f"{run_dir} is not a training run with a checkpoint (config.json, latest)")
+    cfg = RunConfig.from_dict(json.loads((run_dir / "config.json").read_text()))
+    base, _ = initial_policy(cfg, progress_bar=False)
+    pair = ActorExplorer(base, lora=_uses_lora(cfg, base), rank=cfg.policy.lora_rank)
+    load_checkpoint(folder, {"actor": pair._models["actor"]}, {})
+    return pair.policy("actor")
+
+
 def _default_run_dir(cfg: RunConfig) -> Path:
     name = (
         f"{time.strftime('%Y%m%d-%H%M%S')}_{cfg.env.name}_{cfg.algo.name}_{variant_of(cfg)}_s{cfg.train.seed}"
@@ -121,11 +144,7 @@ class Trainer:
         if cfg.train.threads:
             torch.set_num_threads(cfg.train.threads)
         base, self.start_report = initial_policy(cfg, progress_bar=cfg.train.progress_bar)
-        # LoRA adapters for pretrained models, full fine-tuning (and copies) for the tiny presets
-        lora = cfg.policy.lora
-        if lora is None:
-            lora = sum(p.numel() for p in base.model.parameters()) > 50e6
-        self.pair = ActorExplorer(base, lora=lora, rank=cfg.policy.lora_rank)
+        self.pair = ActorExplorer(base, lora=_uses_lora(cfg, base), rank=cfg.policy.lora_rank)
         critic = cfg.algo.name == "ppo"
         a = cfg.algo
         self.learners = {
