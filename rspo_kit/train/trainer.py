@@ -103,6 +103,9 @@ def trained_actor(run_dir: str | Path) -> Policy:
     if folder is None or not (run_dir / "config.json").exists():
         raise FileNotFoundError(f"{run_dir} is not a training run with a checkpoint (config.json, latest)")
     cfg = RunConfig.from_dict(json.loads((run_dir / "config.json").read_text()))
+    # the checkpoint holds every weight of the actor (the whole model; with LoRA the base too), so the
+    # starting policy only gives the architecture and tokenizer: no warm start to rebuild
+    cfg.policy.warmstart = False
     base, _ = initial_policy(cfg, progress_bar=False)
     pair = ActorExplorer(base, lora=_uses_lora(cfg, base), rank=cfg.policy.lora_rank)
     load_checkpoint(folder, {"actor": pair._models["actor"]}, {})
