@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
+from rspo_kit.envs.webshop.pages import BACK_TO_SEARCH, BUY_NOW, NEXT_PAGE, PREV_PAGE, SUB_PAGES
+
 # Words of the template, added to the tokenizer corpus so that prompts tokenize compactly.
 TEMPLATE_WORDS = (
     "Task: ",
@@ -122,7 +124,9 @@ class AlfworldMemory:
 
 
 _ASIN = re.compile(r"[a-z0-9]{10}")
-_NOT_OPTIONS = {"back to search", "< prev", "next >", "buy now", "description", "features", "reviews"}
+_NOT_OPTIONS = {
+    b.lower() for b in (BACK_TO_SEARCH, PREV_PAGE, NEXT_PAGE, BUY_NOW, *SUB_PAGES)
+}  # the shop's buttons
 
 
 @dataclass(frozen=True)
@@ -142,7 +146,7 @@ class WebShopMemory:
         target = a[6:-1]
         if _ASIN.fullmatch(target):
             return replace(self, viewed=tuple(dict.fromkeys((*self.viewed, target)))[-5:])
-        if target == "back to search":  # the shop forgets the selected options too
+        if target == BACK_TO_SEARCH.lower():  # the shop forgets the selected options too
             return replace(self, chosen=())
         # an option value: the item page shows it as one of its texts (an unknown click is a no-op)
         shown = {t.strip().lower() for t in observation.split("[SEP]")}
