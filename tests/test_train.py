@@ -402,3 +402,51 @@ def test_a_runs_trained_actor_loads_read_only_and_evaluates_from_the_cli(tmp_pat
     assert json.loads(capsys.readouterr().out)["tasks"] == 3
     with pytest.raises(FileNotFoundError, match="not a training run"):
         trained_actor(tmp_path)
+
+
+def test_a_finished_run_resumed_with_other_final_splits_evaluates_only_what_it_lacks(tmp_path, monkeypatch):
+    import rspo_kit.train.trainer as trainer_module
+    from rspo_kit.train import resumable
+
+    calls = []
+    evaluate = trainer_module.evaluate
+
+    def counting(policy, env, split, n, **kwargs):
+        calls.append((split, n, "greedy" if kwargs["greedy"] else "sampled"))
+        return evaluate(policy, env, split, n, **kwargs)
+
+    monkeypatch.setattr(trainer_module, "evaluate", counting)
+    first = _smoke("dial", "grpo", "plain", tmp_path, train__iterations=2, train__final_eval_split="eval")
+    train(first)
+    before = _comparable(Path(first.train.run_dir))
+    assert ("eval", 2, "greedy") in calls[-1:]
+
+    # the same run, now asked for both test splits and sampled evaluation too: no training, three evaluations
+    calls.clear()
+    more = _smoke(
+        "dial",
+        "grpo",
+        "plain",
+        tmp_path,
+        train__iterations=2,
+        train__final_eval_split="eval,eval_unseen",
+        train__final_eval_sampled=True,
+    )
+    assert resumable(more) == Path(first.train.run_dir)
+    m = train(more, resume=resumable(more)).metrics
+    assert calls == [("eval", 2, "sampled"), ("eval_unseen", 2, "greedy"), ("eval_unseen", 2, "sampled")]
+    assert m["iteration"].tolist() == [0, 1, 2]
+    after = _comparable(Path(first.train.run_dir))
+    assert after[:-1] == before[:-1]  # the training rows are untouched
+    last = m.iloc[-1]
+    assert last["final/eval/success"] == before[-1]["final/eval/success"]  # kept, not evaluated again
+    for key in ("final_sampled/eval", "final/eval_unseen", "final_sampled/eval_unseen"):
+        assert last[f"{key}/tasks"] == 2 and 0 <= last[f"{key}/success"] <= 1
+
+    # the checkpoint holds the added evaluations: once more changes nothing; more tasks evaluate again
+    calls.clear()
+    train(more, resume=resumable(more))
+    assert calls == []
+    more.train.final_eval_n = 3
+    train(more, resume=resumable(more))
+    assert [c[1] for c in calls] == [3, 3, 3, 3]

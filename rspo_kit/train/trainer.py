@@ -22,7 +22,7 @@ import json
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -253,6 +253,7 @@ class Trainer:
             env_kwargs={"engine": cfg.env.engine} if cfg.env.engine else None,
         )
         return {
+            f"{prefix}/tasks": float(res.tasks),
             f"{prefix}/success": res.success,
             f"{prefix}/ci_low": res.ci_low,
             f"{prefix}/ci_high": res.ci_high,
@@ -261,17 +262,34 @@ class Trainer:
             f"{prefix}/episode_steps": res.mean_steps,
         }
 
-    def final_evaluation(self) -> dict[str, float]:
+    def final_evaluation(self, done: Mapping[str, Any] | None = None) -> dict[str, float]:
         """Each of ``train.final_eval_split``'s splits on ``final_eval_n`` tasks, as ``final/<split>/*``
-        (and sampled, as ``final_sampled/<split>/*``, with ``train.final_eval_sampled``)."""
+        (and sampled, as ``final_sampled/<split>/*``, with ``train.final_eval_sampled``).
+
+        Evaluations that ``done`` (a metrics row) already holds on as many tasks are skipped.
+        """
         t = self.cfg.train
         n = t.final_eval_n or t.eval_n
+        done = done or {}
         row: dict[str, float] = {}
         for split in t.final_eval_splits:
-            row |= self.evaluate(split, prefix=f"final/{split}", n=n)
-            if t.final_eval_sampled:
-                row |= self.evaluate(split, prefix=f"final_sampled/{split}", n=n, greedy=False)
+            size = float(len(list_tasks(self.cfg.env.name, split, n=n)))
+            for prefix, greedy in ((f"final/{split}", True), (f"final_sampled/{split}", False)):
+                if (greedy or t.final_eval_sampled) and done.get(f"{prefix}/tasks") != size:
+                    row |= self.evaluate(split, prefix=prefix, n=n, greedy=greedy)
         return row
+
+    def _complete_final_evaluation(self) -> None:
+        """A finished run resumed with other final splits (or more tasks) evaluates what its last row lacks."""
+        last = self.log.rows[-1]
+        t0 = time.perf_counter()
+        added = self.final_evaluation(done=last)
+        if not added:
+            return
+        last |= added | {"perf/final_eval_added_s": time.perf_counter() - t0}
+        self.log.rewrite()
+        self.checkpoint()
+        self._emit("on_eval", Event("on_eval", self.iteration, dict(added)))
 
     def _rollout(
         self, runner, role: str, tasks, group_size: int, k: int, row: dict | None = None
@@ -539,12 +557,17 @@ class Trainer:
                 bar.set_postfix(success=f"{row.get('rollout/success', math.nan):.2f}")
                 if self.iteration % cfg.train.checkpoint_every == 0 or self.finished:
                     self.checkpoint()
+            if self.log.rows:
+                self._complete_final_evaluation()
         bar.close()
         return RunResult(self.log.frame(), self.run_dir, cfg)
 
 
-# fields that change how a run executes, not what it computes: a run may resume under other values
-_RUNTIME_FIELDS = ("iterations", "threads", "progress_bar", "run_dir")
+# fields that change how a run executes or what it evaluates at the end, not what it learns: a run
+# may resume under other values (a finished run then adds the final evaluations it lacks)
+_RUNTIME_FIELDS = (
+    "iterations", "threads", "progress_bar", "run_dir", "final_eval_split", "final_eval_n", "final_eval_sampled"
+)
 
 
 def _what_it_computes(cfg: RunConfig) -> dict:
@@ -558,7 +581,8 @@ def resumable(cfg: RunConfig) -> Path | None:
 
     So a notebook or a sweep cell that was killed continues from its last iteration when it runs
     again. A checkpoint of a different configuration there raises instead of being mixed with this
-    run (only iterations, threads and the progress bar may differ).
+    run (only iterations, threads, the progress bar and the final evaluation may differ: a finished
+    run resumed with other final splits, more tasks or sampled evaluation adds what it lacks).
     """
     if not cfg.train.run_dir:
         return None
@@ -587,8 +611,10 @@ def train(
     """Run a configuration to the end; ``resume=run_dir`` continues a run from its latest checkpoint.
 
     On resume the stored configuration is used; a ``cfg`` passed along may only raise
-    ``train.iterations`` (to extend a finished run) and set threads and the progress bar
-    (``resumable(cfg)`` says whether ``cfg`` can continue its run directory).
+    ``train.iterations`` (to extend a finished run), set threads and the progress bar, and change
+    the final evaluation (``train.final_eval_*``: a finished run evaluates what its last row lacks
+    and adds it there, without training again). ``resumable(cfg)`` says whether ``cfg`` can
+    continue its run directory.
     """
     if resume is None:
         if cfg is None:
@@ -599,6 +625,8 @@ def train(
     if cfg is not None:
         stored.train.iterations = max(stored.train.iterations, cfg.train.iterations)
         stored.train.threads, stored.train.progress_bar = cfg.train.threads, cfg.train.progress_bar
+        for name in ("final_eval_split", "final_eval_n", "final_eval_sampled"):
+            setattr(stored.train, name, getattr(cfg.train, name))
     stored.train.run_dir = str(run_dir)
     trainer = Trainer(stored, callbacks, run_dir)
     folder = latest_checkpoint(run_dir)
