@@ -248,8 +248,11 @@ def test_a_run_dir_with_a_checkpoint_of_the_same_run_is_continued(tmp_path):
     train(cfg)
     assert [r["iteration"] for r in _comparable(run_dir)] == [0, 1, 2]  # the stale row is gone
 
-    # killed after iteration 2 of 3 (a sweep cell rerun with other threads): continued, not redone
-    longer = _smoke("dial", "grpo", "plain", tmp_path, train__iterations=3, train__threads=2)
+    # killed after iteration 2 of 3 (a sweep cell rerun with other threads): continued, not redone;
+    # the settings of a warm start this run does not do (policy.warmstart is off) do not matter
+    longer = _smoke(
+        "dial", "grpo", "plain", tmp_path, train__iterations=3, train__threads=2, policy__sft_minutes=2.0
+    )
     assert resumable(longer) == run_dir
     m = train(longer, resume=resumable(longer)).metrics
     assert m["iteration"].tolist() == [0, 1, 2, 3]
@@ -258,6 +261,9 @@ def test_a_run_dir_with_a_checkpoint_of_the_same_run_is_continued(tmp_path):
     other = _smoke("dial", "grpo", "plain", tmp_path, train__iterations=3, algo__lr=1e-2)
     with pytest.raises(ValueError, match=r"another configuration \(algo.lr: .* there, 0.01 here\)"):
         resumable(other)
+    warm = _smoke("dial", "grpo", "plain", tmp_path, train__iterations=3, policy__warmstart=True)
+    with pytest.raises(ValueError, match=r"policy.warmstart: False there, True here"):
+        resumable(warm)
 
 
 def test_non_finite_rewards_stop_the_run_and_name_the_last_checkpoint(tmp_path, monkeypatch):

@@ -573,6 +573,8 @@ _RUNTIME_FIELDS = (
 def _what_it_computes(cfg: RunConfig) -> dict:
     d = cfg.to_dict()
     d["train"] = {k: v for k, v in d["train"].items() if k not in _RUNTIME_FIELDS}
+    if not cfg.policy.warmstart:  # the SFT settings of a warm start the run does not do
+        d["policy"] = {k: v for k, v in d["policy"].items() if not k.startswith("sft_")}
     return d
 
 
@@ -582,7 +584,8 @@ def resumable(cfg: RunConfig) -> Path | None:
     So a notebook or a sweep cell that was killed continues from its last iteration when it runs
     again. A checkpoint of a different configuration there raises instead of being mixed with this
     run (only iterations, threads, the progress bar and the final evaluation may differ: a finished
-    run resumed with other final splits, more tasks or sampled evaluation adds what it lacks).
+    run resumed with other final splits, more tasks or sampled evaluation adds what it lacks; the
+    SFT settings count only for a run that warm-starts itself).
     """
     if not cfg.train.run_dir:
         return None
