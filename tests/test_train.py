@@ -456,3 +456,27 @@ def test_a_finished_run_resumed_with_other_final_splits_evaluates_only_what_it_l
     more.train.final_eval_n = 3
     train(more, resume=resumable(more))
     assert [c[1] for c in calls] == [3, 3, 3, 3]
+
+
+def test_saving_the_same_iteration_again_never_leaves_the_run_without_a_checkpoint(tmp_path):
+    from rspo_kit.train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+
+    module = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(module.parameters(), lr=0.1)
+
+    def save(rows):
+        return save_checkpoint(tmp_path, 3, {"m": module}, {"m": opt}, {"rows": rows}, {})
+
+    first = save([1])
+    assert latest_checkpoint(tmp_path) == first
+    # killed between moving the old copy aside and putting the new one in place
+    first.rename(first.with_name("ckpt-00003.old"))
+    found = latest_checkpoint(tmp_path)
+    assert found is not None and load_checkpoint(found, {"m": module}, {"m": opt})[0]["rows"] == [1]
+    # the next save completes: one folder of that iteration, with the new state
+    assert save([1, 2]) == first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt-00003", "latest"]
+    assert load_checkpoint(first, {"m": module}, {"m": opt})[0]["rows"] == [1, 2]
+    for k in range(4, 7):  # only the newest two complete checkpoints are kept
+        save_checkpoint(tmp_path, k, {"m": module}, {"m": opt}, {"rows": []}, {})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt-00005", "ckpt-00006", "latest"]

@@ -2,8 +2,10 @@
 
 A checkpoint is a folder ``ckpt-<iteration>`` written as ``ckpt-<iteration>.tmp`` and renamed when
 complete; the file ``latest`` names the newest complete one (written atomically too). A kill at any
-moment leaves the previous checkpoint intact. Nothing is unpickled on load: tensors come from
-safetensors, everything else from JSON (replay trajectories as gzipped JSON).
+moment leaves the previous checkpoint intact, also when the same iteration is saved again (a
+finished run that adds evaluations): the old folder steps aside as ``ckpt-<iteration>.old`` until
+the new one is in place, and ``latest_checkpoint`` finds it there. Nothing is unpickled on load:
+tensors come from safetensors, everything else from JSON (replay trajectories as gzipped JSON).
 """
 
 from __future__ import annotations
@@ -82,12 +84,16 @@ def save_checkpoint(
     for name, trajs in trajectories.items():
         with gzip.open(tmp / f"{name}.json.gz", "wt") as f:
             json.dump([encode_trajectory(t) for t in trajs], f, default=str)
-    shutil.rmtree(final, ignore_errors=True)
+    aside = final.with_name(final.name + ".old")
+    shutil.rmtree(aside, ignore_errors=True)
+    if final.exists():  # saved again: the old copy stays readable until the new one is in place
+        final.rename(aside)
     tmp.rename(final)
     atomic_write_text(run_dir / "latest", final.name)
-    for old in sorted(run_dir.glob("ckpt-[0-9]*"))[:-keep]:
-        if old.is_dir() and not old.name.endswith(".tmp"):
-            shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(aside, ignore_errors=True)
+    complete = sorted(d for d in run_dir.glob("ckpt-[0-9]*") if d.is_dir() and d.name[5:].isdigit())
+    for old in complete[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
     return final
 
 
@@ -96,7 +102,10 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
     if not pointer.exists():
         return None
     folder = Path(run_dir) / pointer.read_text().strip()
-    return folder if folder.is_dir() else None
+    if folder.is_dir():
+        return folder
+    aside = folder.with_name(folder.name + ".old")  # killed while the same iteration was saved again
+    return aside if aside.is_dir() else None
 
 
 def load_checkpoint(
