@@ -161,9 +161,10 @@ def test_04_training_ppo_control_and_its_continuation(kernel, tmp_path):
     run_dir = tmp_path / "run"
     params = dict(SMOKE, ALGO="ppo", SWAP="control", EVAL_N=2, EVAL_EVERY=1, RUN_DIR=str(run_dir))
     params |= {"FINAL_EVAL_SPLIT": "eval,eval_unseen", "FINAL_EVAL_N": 3, "FINAL_EVAL_SAMPLED": True}
+    params |= {"OUTCOME_MODE": "score"}  # partial credit (on ALFWorld the same as success)
     results = execute("04_training", kernel, tmp_path, **params, ITERATIONS=2)
     check_run(results, iterations=2)
-    assert (results["variant"], results["algo"]) == ("control", "ppo")
+    assert (results["variant"], results["algo"], results["outcome_mode"]) == ("control", "ppo", "score")
     assert 0 <= results["rollout_success"] <= 1 and results["best_success"] >= results["final_success"]
     for split in ("eval", "eval_unseen"):  # the test splits, evaluated once at the end
         for kind in ("final", "final_sampled"):  # greedy, and sampled
