@@ -224,6 +224,9 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
     assert results["best_group"] in results["means"] and 0 <= results["best_mean"] <= 1
     for name in ("results.csv", "summary.csv", "curves.html", "SWAP=true__SEED=0.ipynb"):
         assert (out / name).is_file()
+    executed = (tmp_path / "06_experiments.ipynb").read_text()
+    assert "| SWAP | seeds | actor_updates | explorer_steps_share |" in executed  # the runs' statistics
+    assert "| explorer_success | rescued_groups | zero_var_before_share |" in executed  # the RSPO cell's swap
 
     # summarise a sweep without running it (one still running in the background, or half done)
     (tmp_path / "summary").mkdir()

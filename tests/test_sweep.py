@@ -205,6 +205,47 @@ def test_report_shows_every_seed_and_the_interval_of_finished_cells(tmp_path, ca
     assert "no recorded metric ['seconds']" in capsys.readouterr().err
 
 
+def test_report_statistics_read_each_finished_run_and_show_only_what_some_run_has(tmp_path, capsys):
+    from rspo_kit.experiments.report import main as report_main
+
+    grid = {"SEED": [0, 1], "SWAP": [False, True]}
+    done = {
+        f"SEED={s}__SWAP={v}": {"final_eval_success": 0.1 * (s + 1)}
+        for s in (0, 1)
+        for v in ("false", "true")
+    }
+    _fake_sweep(tmp_path / "sweep", grid, done)
+    for name in done:
+        seed, rspo = int(name[5]), name.endswith("true")
+        rows = [{"iteration": 0, "rollout/cumulative_env_steps": 0.0}]
+        for k in (1, 2):
+            row = {
+                "iteration": k,
+                "rollout/cumulative_env_steps": 100.0 * k,
+                "rollout/success": 0.2 * k + 0.1 * seed,
+            }
+            row["rollout/env_steps"] = 75.0 if rspo else 100.0  # RSPO's explorer took a quarter of the steps
+            if rspo:
+                row |= {"swap/rescued_groups": float(k + seed), "swap/explorer_success": 0.5}
+            rows.append(row)
+        (tmp_path / "sweep" / name).mkdir()
+        (tmp_path / "sweep" / name / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert report_main([str(tmp_path / "sweep"), "--statistics"]) == 0
+    out = capsys.readouterr().out.split("\n\n")
+    stats = out[1].splitlines()
+    assert stats[0] == (
+        "| SWAP | seeds | actor_updates | explorer_steps_share | rollout_start_success | rollout_end_success "
+        "| explorer_success | rescued_groups |"  # no run logged tau, IS weights or KL: no such columns
+    )
+    # rollout success: the first and last 10 iterations, here both of them
+    assert stats[2] == (
+        "| False | 0, 1 | 2 / 2 → 2 [2, 2] | 0.0 / 0.0 → 0.0 [0.0, 0.0] | 30.0 / 40.0 → 35.0 [-28.5, 98.5] "
+        "| 30.0 / 40.0 → 35.0 [-28.5, 98.5] | — | — |"  # plain runs have no swap
+    )
+    assert stats[3].startswith("| True | 0, 1 | 2 / 2 → 2 [2, 2] | 25.0 / 25.0 → 25.0 [25.0, 25.0] |")
+    assert stats[3].endswith("| 50.0 / 50.0 → 50.0 [50.0, 50.0] | 3 / 5 → 4 [-8.71, 16.7] |")  # 1+2, 2+3
+
+
 # ------------------------------------------------------------------------------------- the sweep
 def test_sweep_runs_resumes_and_aggregates(tiny_notebook, tmp_path):
     out, log, fail = tmp_path / "sweep", tmp_path / "runs.log", tmp_path / "fail"

@@ -2,9 +2,11 @@
 
 One row per group (the grid values without the seed), one column per metric: every seed's value in
 seed order, then the mean and its 95% t-interval over the seeds, e.g. ``20.0 / 15.8 / 25.0 → 20.3
-[8.9, 31.7]``. Success rates and scores are shown in percent. Cells that have not finished are left
-out and listed under the table with where their runs stand, so a sweep still running can be
-reported as it stands.
+[8.9, 31.7]``. Success rates, scores, shares and rates are shown in percent. Cells that have not
+finished are left out and listed under the table with where their runs stand, so a sweep still
+running can be reported as it stands. ``--statistics`` adds a second table of the same shape, read
+from each finished cell's ``metrics.jsonl``: how the run spent its budget and what the swap did
+(``run_statistics``) — what to look at first when a variant loses.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ from pathlib import Path
 import pandas as pd
 
 from rspo_kit.experiments.sweep import SEED_KEY, cell_progress, load_sweep, mean_ci
+from rspo_kit.records import load_metrics
 
 # what to report when no metrics are named: the test splits of issue 8's protocol, else the last eval
 DEFAULT_METRICS = ("final_eval_success", "final_eval_unseen_success")
 FALLBACK_METRICS = ("final_success",)
-PERCENT_SUFFIXES = ("success", "score", "ci_low", "ci_high")
+PERCENT_SUFFIXES = ("success", "score", "ci_low", "ci_high", "share", "rate")
 
 
 def _show(value: float, percent: bool) -> str:
@@ -39,7 +42,11 @@ def cell_text(values: Sequence[float], percent: bool) -> str:
     '20.0 / 15.0 / 25.0 → 20.0 [7.6, 32.4]'
     >>> cell_text([0.2], percent=True)
     '20.0'
+    >>> cell_text([math.nan, math.nan], percent=False)  # e.g. a swap statistic of plain runs
+    '—'
     """
+    if not any(v is not None and math.isfinite(v) for v in values):
+        return "—"
     shown = " / ".join(_show(v, percent) for v in values)
     if len(values) < 2:
         return shown
@@ -64,7 +71,75 @@ def markdown_table(table: pd.DataFrame, by: Sequence[str], metrics: Sequence[str
     return "\n".join(lines)
 
 
-def report(out_dir: str, metrics: Sequence[str] = ()) -> str:
+# run_statistics: name -> (metrics column, how its values over the iterations are combined)
+SWAP_STATISTICS = {
+    "explorer_success": ("swap/explorer_success", "mean"),
+    "rescued_groups": ("swap/rescued_groups", "sum"),
+    "zero_var_before_share": ("swap/zero_var_groups_before", "mean"),
+    "zero_var_after_share": ("swap/zero_var_groups_after", "mean"),
+    "tau": ("swap/process_outcome_tau", "mean"),
+    "hacking_rate": ("swap/explorer_hacking_rate", "mean"),
+    "is_weight": ("is/mean", "mean"),
+    "is_clipped_share": ("is/clipped_frac", "mean"),
+    "approx_kl": ("loss/approx_kl", "mean"),
+}
+
+
+def run_statistics(metrics: pd.DataFrame, window: int = 10) -> dict[str, float]:
+    """How a run spent its budget and what its swap did, from its per-iteration metrics.
+
+    Actor updates, the explorer's share of the env steps, the sampled success of the actor's own
+    rollouts over the first and the last ``window`` iterations, and the swap statistics over all
+    iterations (``SWAP_STATISTICS``: means, rescued groups summed); NaN where the run has none.
+
+    >>> m = pd.DataFrame({"iteration": [0, 1, 2], "rollout/cumulative_env_steps": [0, 90, 180],
+    ...     "rollout/env_steps": [None, 60, 60], "rollout/success": [None, 0.25, 0.5],
+    ...     "swap/rescued_groups": [None, 1, 0], "swap/explorer_success": [None, 0.5, 0.25]})
+    >>> s = run_statistics(m, window=1)
+    >>> s["actor_updates"], round(s["explorer_steps_share"], 3), s["rollout_start_success"], s["rollout_end_success"]
+    (2.0, 0.333, 0.25, 0.5)
+    >>> s["rescued_groups"], s["explorer_success"], math.isnan(s["tau"])
+    (1.0, 0.375, True)
+    """
+    steps = metrics[metrics["iteration"] > 0]
+
+    def column(name: str) -> pd.Series:
+        return steps[name].dropna() if name in steps else pd.Series(dtype=float)
+
+    total = metrics["rollout/cumulative_env_steps"].max() if "rollout/cumulative_env_steps" in metrics else 0
+    actor = column("rollout/env_steps").sum()
+    success = column("rollout/success")
+    stats = {
+        "actor_updates": float(len(steps)),
+        "explorer_steps_share": float(1 - actor / total) if total else math.nan,
+        "rollout_start_success": float(success.head(window).mean()) if len(success) else math.nan,
+        "rollout_end_success": float(success.tail(window).mean()) if len(success) else math.nan,
+    }
+    for name, (key, how) in SWAP_STATISTICS.items():
+        values = column(key)
+        stats[name] = float(getattr(values, how)()) if len(values) else math.nan
+    return stats
+
+
+def sweep_statistics(out_dir: str | Path) -> pd.DataFrame:
+    """One row per finished cell of a sweep: its name, grid values and ``run_statistics`` of its run."""
+    manifest, rows = load_sweep(out_dir)
+    return pd.DataFrame(
+        [
+            {"cell": r["cell"], **manifest["cells"][r["cell"]]}
+            | run_statistics(load_metrics(Path(out_dir) / r["cell"]))
+            for r in rows
+        ]
+    )
+
+
+def statistics_columns(stats: pd.DataFrame) -> list[str]:
+    """The ``run_statistics`` columns that some run of ``stats`` has (plain runs have no swap)."""
+    names = ("actor_updates", "explorer_steps_share", "rollout_start_success", "rollout_end_success")
+    return [k for k in (*names, *SWAP_STATISTICS) if k in stats and stats[k].notna().any()]
+
+
+def report(out_dir: str, metrics: Sequence[str] = (), statistics: bool = False) -> str:
     """The Markdown report of the sweep in ``out_dir`` (see the module docstring)."""
     manifest, rows = load_sweep(out_dir)
     total = len(manifest["cells"])
@@ -86,7 +161,11 @@ def report(out_dir: str, metrics: Sequence[str] = ()) -> str:
     }
     by = [k for k in manifest["keys"] if k != SEED_KEY and k in table and len(values[k]) > 1]
     note = f"\n\n{len(rows)} of {total} cells finished ({out_dir})"
-    return "\n".join([markdown_table(table, by, metrics) + note, *unfinished])
+    tables = [markdown_table(table, by, metrics)]
+    if statistics:
+        stats = sweep_statistics(out_dir)
+        tables.append(markdown_table(stats, by, statistics_columns(stats)))
+    return "\n".join(["\n\n".join(tables) + note, *unfinished])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -101,9 +180,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=(),
         help=f"recorded metrics to report (default: {', '.join(DEFAULT_METRICS)} if recorded, else final_success)",
     )
+    ap.add_argument(
+        "--statistics",
+        action="store_true",
+        help="also a table of how each run spent its budget and what the swap did (from its metrics.jsonl)",
+    )
     args = ap.parse_args(argv)
     try:
-        print(report(args.out, args.metrics))
+        print(report(args.out, args.metrics, args.statistics))
     except (FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -566,7 +566,13 @@ class Trainer:
 # fields that change how a run executes or what it evaluates at the end, not what it learns: a run
 # may resume under other values (a finished run then adds the final evaluations it lacks)
 _RUNTIME_FIELDS = (
-    "iterations", "threads", "progress_bar", "run_dir", "final_eval_split", "final_eval_n", "final_eval_sampled"
+    "iterations",
+    "threads",
+    "progress_bar",
+    "run_dir",
+    "final_eval_split",
+    "final_eval_n",
+    "final_eval_sampled",
 )
 
 
