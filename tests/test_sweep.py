@@ -205,6 +205,18 @@ def test_report_shows_every_seed_and_the_interval_of_finished_cells(tmp_path, ca
     assert "no recorded metric ['seconds']" in capsys.readouterr().err
 
 
+def test_report_rows_follow_the_grid_not_the_alphabet(tmp_path, capsys):
+    from rspo_kit.experiments.report import main as report_main
+
+    grid = {"SEED": [0, 1], "SWAP": [False, True, "control"]}  # cell names sort control, false, true
+    done = {f"SEED={s}__SWAP={v}": {"final_success": 0.1} for s in (1, 0) for v in ("control", "true", "false")}
+    _fake_sweep(tmp_path / "sweep", grid, done)
+    assert report_main([str(tmp_path / "sweep")]) == 0
+    rows = capsys.readouterr().out.splitlines()[2:5]
+    assert [r.split(" | ")[0] for r in rows] == ["| False", "| True", "| control"]
+    assert all(" | 0, 1 | " in r for r in rows)
+
+
 def test_report_statistics_read_each_finished_run_and_show_only_what_some_run_has(tmp_path, capsys):
     from rspo_kit.experiments.report import main as report_main
 

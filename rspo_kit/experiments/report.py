@@ -62,7 +62,8 @@ def markdown_table(table: pd.DataFrame, by: Sequence[str], metrics: Sequence[str
     order = [SEED_KEY] if SEED_KEY in table else []
     header = [*by, "seeds", *metrics]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    groups = table.sort_values(order).groupby(list(by), sort=False, dropna=False) if by else [((), table)]
+    table = table.sort_values(order, kind="stable")  # seeds in order; groups in the order of the rows
+    groups = table.groupby(list(by), sort=False, dropna=False) if by else [((), table)]
     for key, part in groups:
         key = key if isinstance(key, tuple) else (key,)
         seeds = ", ".join(str(s) for s in part[SEED_KEY]) if SEED_KEY in part else str(len(part))
@@ -121,9 +122,16 @@ def run_statistics(metrics: pd.DataFrame, window: int = 10) -> dict[str, float]:
     return stats
 
 
+def _finished_in_grid_order(out_dir: str | Path) -> tuple[dict, list[dict]]:
+    """``load_sweep``, its rows in the order the grids listed the cells (e.g. plain, RSPO, control)."""
+    manifest, rows = load_sweep(out_dir)
+    position = {name: i for i, name in enumerate(manifest["cells"])}
+    return manifest, sorted(rows, key=lambda r: position[r["cell"]])
+
+
 def sweep_statistics(out_dir: str | Path) -> pd.DataFrame:
     """One row per finished cell of a sweep: its name, grid values and ``run_statistics`` of its run."""
-    manifest, rows = load_sweep(out_dir)
+    manifest, rows = _finished_in_grid_order(out_dir)
     return pd.DataFrame(
         [
             {"cell": r["cell"], **manifest["cells"][r["cell"]]}
@@ -141,7 +149,7 @@ def statistics_columns(stats: pd.DataFrame) -> list[str]:
 
 def report(out_dir: str, metrics: Sequence[str] = (), statistics: bool = False) -> str:
     """The Markdown report of the sweep in ``out_dir`` (see the module docstring)."""
-    manifest, rows = load_sweep(out_dir)
+    manifest, rows = _finished_in_grid_order(out_dir)
     total = len(manifest["cells"])
     finished = {r["cell"] for r in rows}
     unfinished = [
