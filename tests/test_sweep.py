@@ -209,7 +209,9 @@ def test_report_rows_follow_the_grid_not_the_alphabet(tmp_path, capsys):
     from rspo_kit.experiments.report import main as report_main
 
     grid = {"SEED": [0, 1], "SWAP": [False, True, "control"]}  # cell names sort control, false, true
-    done = {f"SEED={s}__SWAP={v}": {"final_success": 0.1} for s in (1, 0) for v in ("control", "true", "false")}
+    done = {
+        f"SEED={s}__SWAP={v}": {"final_success": 0.1} for s in (1, 0) for v in ("control", "true", "false")
+    }
     _fake_sweep(tmp_path / "sweep", grid, done)
     assert report_main([str(tmp_path / "sweep")]) == 0
     rows = capsys.readouterr().out.splitlines()[2:5]
