@@ -161,7 +161,7 @@ def test_04_training_ppo_control_and_its_continuation(kernel, tmp_path):
     run_dir = tmp_path / "run"
     params = dict(SMOKE, ALGO="ppo", SWAP="control", EVAL_N=2, EVAL_EVERY=1, RUN_DIR=str(run_dir))
     params |= {"FINAL_EVAL_SPLIT": "eval,eval_unseen", "FINAL_EVAL_N": 3, "FINAL_EVAL_SAMPLED": True}
-    params |= {"OUTCOME_MODE": "score"}  # partial credit (on ALFWorld the same as success)
+    params |= {"OUTCOME_MODE": "score", "EXPLORER_LR": 2e-4}  # score: on ALFWorld the same as success
     results = execute("04_training", kernel, tmp_path, **params, ITERATIONS=2)
     check_run(results, iterations=2)
     assert (results["variant"], results["algo"], results["outcome_mode"]) == ("control", "ppo", "score")
@@ -171,6 +171,7 @@ def test_04_training_ppo_control_and_its_continuation(kernel, tmp_path):
             lo, mid, hi = (results[f"{kind}_{split}_{key}"] for key in ("ci_low", "success", "ci_high"))
             assert 0 <= lo <= mid <= hi <= 1
     assert (run_dir / "success_vs_env_steps.html").is_file() and (run_dir / "health.html").is_file()
+    assert json.loads((run_dir / "config.json").read_text())["swap"]["explorer_lr"] == 2e-4
 
     # run again on the same RUN_DIR with a longer budget (a killed sweep cell rerun): it continues
     (tmp_path / "again").mkdir()
