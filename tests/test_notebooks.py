@@ -270,6 +270,9 @@ def test_every_notebook_is_tested():
 def test_committed_notebooks_are_stripped_and_tidy(path):
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
+    assert all("id" in cell for cell in json.loads(path.read_text())["cells"]), (
+        "every cell has an id (nbformat 4.5)"
+    )
     code = [c for c in nb.cells if c.cell_type == "code"]
     for cell in code:
         assert cell.outputs == [] and cell.execution_count is None, "outputs are stripped before commit"
