@@ -122,16 +122,10 @@ def run_statistics(metrics: pd.DataFrame, window: int = 10) -> dict[str, float]:
     return stats
 
 
-def _finished_in_grid_order(out_dir: str | Path) -> tuple[dict, list[dict]]:
-    """``load_sweep``, its rows in the order the grids listed the cells (e.g. plain, RSPO, control)."""
-    manifest, rows = load_sweep(out_dir)
-    position = {name: i for i, name in enumerate(manifest["cells"])}
-    return manifest, sorted(rows, key=lambda r: position[r["cell"]])
-
-
-def sweep_statistics(out_dir: str | Path) -> pd.DataFrame:
-    """One row per finished cell of a sweep: its name, grid values and ``run_statistics`` of its run."""
-    manifest, rows = _finished_in_grid_order(out_dir)
+def sweep_statistics(out_dir: str | Path, loaded: tuple[dict, list[dict]] | None = None) -> pd.DataFrame:
+    """One row per finished cell of a sweep: its name, grid values and ``run_statistics`` of its run
+    (``loaded``: what ``load_sweep(out_dir)`` returned, if the caller has it already)."""
+    manifest, rows = loaded or load_sweep(out_dir)
     return pd.DataFrame(
         [
             {"cell": r["cell"], **manifest["cells"][r["cell"]]}
@@ -149,7 +143,7 @@ def statistics_columns(stats: pd.DataFrame) -> list[str]:
 
 def report(out_dir: str, metrics: Sequence[str] = (), statistics: bool = False) -> str:
     """The Markdown report of the sweep in ``out_dir`` (see the module docstring)."""
-    manifest, rows = _finished_in_grid_order(out_dir)
+    manifest, rows = load_sweep(out_dir)
     total = len(manifest["cells"])
     finished = {r["cell"] for r in rows}
     unfinished = [
@@ -171,7 +165,7 @@ def report(out_dir: str, metrics: Sequence[str] = (), statistics: bool = False) 
     note = f"\n\n{len(rows)} of {total} cells finished ({out_dir})"
     tables = [markdown_table(table, by, metrics)]
     if statistics:
-        stats = sweep_statistics(out_dir)
+        stats = sweep_statistics(out_dir, (manifest, rows))
         tables.append(markdown_table(stats, by, statistics_columns(stats)))
     return "\n".join(["\n\n".join(tables) + note, *unfinished])
 

@@ -463,14 +463,15 @@ def _scalar(value: Any) -> bool:
 
 
 def load_sweep(out_dir: str | os.PathLike) -> tuple[dict, list[dict]]:
-    """The manifest and, per cell with results, ``{"cell", grid values..., results...}`` (all values)."""
+    """The manifest and, per cell with results, ``{"cell", grid values..., results...}`` (all values),
+    in the order the grids listed the cells (e.g. plain, RSPO, control)."""
     out = Path(out_dir)
     path = out / MANIFEST
     if not path.exists():
         raise FileNotFoundError(f"no {MANIFEST} in {out}: not a sweep folder")
     manifest = json.loads(path.read_text())
     rows = []
-    for name, params in sorted(manifest["cells"].items()):
+    for name, params in manifest["cells"].items():
         try:
             results = read_results(out / f"{name}.ipynb")
         except NoResults:
