@@ -91,6 +91,16 @@ def test_overrides_coerce_and_configs_round_trip():
     assert RunConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
 
 
+def test_the_explorer_lr_follows_the_actor_lr_unless_set():
+    assert preset("tiny", swap=True).explorer_lr == 5e-5  # half the preset's 1e-4
+    assert preset("tiny", swap=True, algo__lr=3e-4).explorer_lr == 1.5e-4  # follows an lr override
+    assert preset("gpu", swap=True).explorer_lr == 5e-7
+    pinned = preset("tiny", swap=True, algo__lr=3e-4, swap__explorer_lr="2e-4")
+    assert pinned.explorer_lr == 2e-4
+    with pytest.raises(ValueError, match=r"SwapConfig\.explorer_lr"):
+        preset("tiny", swap=True, swap__explorer_lr=0.0)
+
+
 # ------------------------------------------------------------------------------- end to end (lock)
 @pytest.mark.parametrize("swap", ["plain", "rspo", "control", "process", "mix"])
 @pytest.mark.parametrize("algo", ALGOS)
@@ -259,8 +269,18 @@ def test_a_run_dir_with_a_checkpoint_of_the_same_run_is_continued(tmp_path):
     assert [r["iteration"] for r in _comparable(run_dir)] == [0, 1, 2, 3]
 
     other = _smoke("dial", "grpo", "plain", tmp_path, train__iterations=3, algo__lr=1e-2)
-    with pytest.raises(ValueError, match=r"another configuration \(algo.lr: .* there, 0.01 here\)"):
+    with pytest.raises(
+        ValueError, match=r"another configuration \(algo.lr: .* there, 0.01 here; swap.explorer_lr"
+    ):
         resumable(other)
+    # a run stored with an explicit explorer lr equal to what None means now is the same run
+    stored = json.loads((run_dir / "config.json").read_text())
+    stored["swap"]["explorer_lr"] = longer.algo.lr / 2
+    (run_dir / "config.json").write_text(json.dumps(stored))
+    assert resumable(longer) == run_dir
+    faster = _smoke("dial", "grpo", "plain", tmp_path, train__iterations=3, swap__explorer_lr=1e-2)
+    with pytest.raises(ValueError, match=r"swap.explorer_lr: .* there, 0.01 here"):
+        resumable(faster)
     warm = _smoke("dial", "grpo", "plain", tmp_path, train__iterations=3, policy__warmstart=True)
     with pytest.raises(ValueError, match=r"policy.warmstart: False there, True here"):
         resumable(warm)

@@ -154,7 +154,9 @@ class SwapConfig:
     mode: SwapMode = "off"
     sync_every: int = 1  # B <- A every this many iterations
     explorer_updates: int = 1  # X-updates of B on process rewards per iteration (control: 0)
-    explorer_lr: float = 5e-5  # modest: a strong explorer drifts onto the misaligned reward
+    # None: half the actor's algo.lr, so it follows any lr override (RunConfig.explorer_lr); modest,
+    # since a strong explorer drifts onto a misaligned reward
+    explorer_lr: float | None = None
     explorer_group_size: int = 4  # trajectories of B per task
     replay_capacity: int = 256  # trajectories kept, FIFO per task
     replay_filter: ReplayFilter = "success"
@@ -166,6 +168,7 @@ class SwapConfig:
         _check_literals(self)
         _require(self, "sync_every", self.sync_every >= 1, ">= 1")
         _require(self, "explorer_updates", self.explorer_updates >= 0, ">= 0")
+        _require(self, "explorer_lr", self.explorer_lr is None or self.explorer_lr > 0, "None or > 0")
         _require(self, "explorer_group_size", self.explorer_group_size >= 1, ">= 1")
         _require(self, "replay_capacity", self.replay_capacity >= 1, ">= 1")
         _require(self, "replay_ratio", self.replay_ratio >= 0, ">= 0")
@@ -229,6 +232,17 @@ class RunConfig:
         for f in dataclasses.fields(self):
             getattr(self, f.name).__post_init__()
         return self
+
+    @property
+    def explorer_lr(self) -> float:
+        """RSPO's explorer learning rate: ``swap.explorer_lr``, or half the actor's ``algo.lr`` if None.
+
+        >>> RunConfig(algo=AlgoConfig(lr=3e-4)).explorer_lr
+        0.00015
+        >>> RunConfig(algo=AlgoConfig(lr=3e-4), swap=SwapConfig(explorer_lr=1e-5)).explorer_lr
+        1e-05
+        """
+        return self.algo.lr / 2 if self.swap.explorer_lr is None else self.swap.explorer_lr
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

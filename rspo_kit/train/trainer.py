@@ -173,7 +173,7 @@ class Trainer:
             "explorer": Learner.build(
                 self.pair.policy("explorer"),
                 self.pair.parameters("explorer"),
-                cfg.swap.explorer_lr,
+                cfg.explorer_lr,
                 critic,
                 a.value_lr,
             ),
@@ -329,7 +329,7 @@ class Trainer:
         else:
             train_on = self.explorer_batch
         t0 = time.perf_counter()
-        algo = replace(self.cfg.algo, lr=cfg.swap.explorer_lr)
+        algo = replace(cfg.algo, lr=cfg.explorer_lr)
         for u in range(cfg.swap.explorer_updates):
             batch = UpdateBatch(train_on, self.rewards.batch_rewards(train_on, "process"))
             m = update(
@@ -579,6 +579,7 @@ _RUNTIME_FIELDS = (
 def _what_it_computes(cfg: RunConfig) -> dict:
     d = cfg.to_dict()
     d["train"] = {k: v for k, v in d["train"].items() if k not in _RUNTIME_FIELDS}
+    d["swap"]["explorer_lr"] = cfg.explorer_lr  # an explicit value equal to the default's is the same run
     if not cfg.policy.warmstart:  # the SFT settings of a warm start the run does not do
         d["policy"] = {k: v for k, v in d["policy"].items() if not k.startswith("sft_")}
     return d
