@@ -216,7 +216,10 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
         PRESET="smoke",
         ITERATIONS=1,
         GRID={"SWAP": [True, False], "SEED": [0]},
-        CELL_PARAMETERS={"WARMSTART": False, "EVAL_N": 2, "EVAL_EVERY": 1, "MAX_STEPS": 6, "THREADS": 1},
+        CELL_PARAMETERS={
+            **{"WARMSTART": False, "EVAL_N": 2, "EVAL_EVERY": 1, "MAX_STEPS": 6, "THREADS": 1},
+            "EXPLORER_UPDATES": 2,  # RSPO's explorer only: the plain cell has none
+        },
         OUT=str(out),
         WORKERS=1,
     )
@@ -225,6 +228,11 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
     assert results["best_group"] in results["means"] and 0 <= results["best_mean"] <= 1
     for name in ("results.csv", "summary.csv", "curves.html", "SWAP=true__SEED=0.ipynb"):
         assert (out / name).is_file()
+    swaps = {
+        v: json.loads((out / f"SWAP={v}__SEED=0" / "config.json").read_text())["swap"]
+        for v in ("true", "false")
+    }
+    assert (swaps["true"]["explorer_updates"], swaps["false"]["explorer_updates"]) == (2, 1)
     executed = (tmp_path / "06_experiments.ipynb").read_text()
     assert "| SWAP | seeds | actor_updates | explorer_steps_share |" in executed  # the runs' statistics
     assert "| explorer_success | rescued_groups | zero_var_before_share |" in executed  # the RSPO cell's swap
