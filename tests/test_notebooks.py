@@ -219,6 +219,7 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
         CELL_PARAMETERS={
             **{"WARMSTART": False, "EVAL_N": 2, "EVAL_EVERY": 1, "MAX_STEPS": 6, "THREADS": 1},
             "EXPLORER_UPDATES": 2,  # RSPO's explorer only: the plain cell has none
+            "REPLAY_FILTER": "outcome_above_mean",
         },
         OUT=str(out),
         WORKERS=1,
@@ -233,6 +234,7 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
         for v in ("true", "false")
     }
     assert (swaps["true"]["explorer_updates"], swaps["false"]["explorer_updates"]) == (2, 1)
+    assert swaps["true"]["replay_filter"] == "outcome_above_mean"
     executed = (tmp_path / "06_experiments.ipynb").read_text()
     assert "| SWAP | seeds | actor_updates | explorer_steps_share |" in executed  # the runs' statistics
     assert "| explorer_success | rescued_groups | zero_var_before_share |" in executed  # the RSPO cell's swap

@@ -34,6 +34,7 @@ def outcome(t) -> float:
         ("success", [1, 3]),
         ("all", [0, 1, 2, 3]),
         ("outcome_novel", [1, 3]),
+        ("outcome_above_mean", [1]),  # b's actor group averaged 1.0: a win (1) does not beat it
     ],  # the actor's group on a only failed
 )
 def test_filters(filter, expected):
@@ -46,6 +47,26 @@ def test_filters(filter, expected):
 def test_outcome_novel_drops_outcomes_the_actor_reached():
     buf = ReplayBuffer(10, "outcome_novel")
     assert buf.keep([traj("a", True)], outcome, {"a": {1.0, 0.0}}) == []
+
+
+def test_outcome_above_mean_admits_what_beats_the_actors_group_on_partial_credit():
+    buf = ReplayBuffer(10, "outcome_above_mean")
+    scored = [NS(**{**vars(traj("a", False, i)), "score": s}) for i, s in enumerate([0.2, 0.5, 0.9])]
+    scored.append(NS(**{**vars(traj("c", False, 3)), "score": 0.1}))  # no actor group on c: enters
+    admitted = buf.keep(scored, lambda t: t.score, {"a": [0.0, 0.5, 1.0, 0.5]})  # mean 0.5
+    assert [t.i for t in admitted] == [2, 3]
+    # with success as the outcome, a win enters unless the actor's group won every time
+    assert len(buf.keep([traj("a", True)], outcome, {"a": [1.0, 0.0]})) == 1
+    assert buf.keep([traj("a", True)], outcome, {"a": [1.0, 1.0]}) == []
+
+
+def test_the_configs_filters_are_the_buffers():
+    from typing import get_args
+
+    from rspo_kit.swap import FILTERS
+    from rspo_kit.train.config import ReplayFilter
+
+    assert get_args(ReplayFilter) == FILTERS
 
 
 def test_crashed_and_empty_trajectories_never_enter():

@@ -6,7 +6,11 @@ the explorer's trajectories are worth keeping:
 
 - ``success``: only won episodes (default; the tabular simulation's best),
 - ``all``: every trajectory,
-- ``outcome_novel``: only outcomes the actor's own group for that task did not reach this iteration.
+- ``outcome_novel``: only outcomes the actor's own group for that task did not reach this iteration,
+- ``outcome_above_mean``: only outcomes above the mean of the actor's own group for that task this
+  iteration: with success as the outcome the explorer's wins on tasks the actor did not always win;
+  with partial credit (WebShop's score) its better-than-the-actor episodes, where ``success`` would
+  admit almost nothing. A task the actor did not roll out has nothing to beat: everything enters.
 
 Capacity is global; when it is exceeded the oldest trajectory of the fullest task goes first, so one
 easy task cannot crowd out the others, and within a task the order is FIFO.
@@ -16,11 +20,11 @@ from __future__ import annotations
 
 import random
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-ReplayFilter = Literal["success", "all", "outcome_novel"]
-FILTERS = ("success", "all", "outcome_novel")
+ReplayFilter = Literal["success", "all", "outcome_novel", "outcome_above_mean"]
+FILTERS = ("success", "all", "outcome_novel", "outcome_above_mean")
 
 
 class ReplayBuffer:
@@ -48,7 +52,7 @@ class ReplayBuffer:
         self,
         trajs: Iterable[Any],
         outcome: Callable[[Any], float],
-        actor_outcomes: Mapping[str, set[float]] | None = None,
+        actor_outcomes: Mapping[str, Collection[float]] | None = None,
     ) -> list[Any]:
         """The trajectories the filter admits (crashed episodes never enter)."""
         out = []
@@ -58,7 +62,10 @@ class ReplayBuffer:
             r = outcome(t)
             if self.filter == "success" and not t.won:
                 continue
-            if self.filter == "outcome_novel" and r in (actor_outcomes or {}).get(t.task_id, set()):
+            reached = (actor_outcomes or {}).get(t.task_id, ())
+            if self.filter == "outcome_novel" and r in reached:
+                continue
+            if self.filter == "outcome_above_mean" and reached and r <= sum(reached) / len(reached):
                 continue
             out.append(t)
         return out
@@ -67,7 +74,7 @@ class ReplayBuffer:
         self,
         trajs: Iterable[Any],
         outcome: Callable[[Any], float],
-        actor_outcomes: Mapping[str, set[float]] | None = None,
+        actor_outcomes: Mapping[str, Collection[float]] | None = None,
     ) -> int:
         """Admit trajectories through the filter; evict beyond capacity. Returns how many entered."""
         admitted = self.keep(trajs, outcome, actor_outcomes)

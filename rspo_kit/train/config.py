@@ -13,7 +13,7 @@ from typing import Any, Literal, get_args, get_type_hints
 
 Algo = Literal["grpo", "ppo", "gigpo"]
 RewardSignal = Literal["outcome", "process", "mix"]
-ReplayFilter = Literal["success", "all", "outcome_novel"]
+ReplayFilter = Literal["success", "all", "outcome_novel", "outcome_above_mean"]
 OffPolicyWeight = Literal["truncated_is", "none", "luffy"]
 SwapMode = Literal["off", "rspo", "control"]
 

@@ -378,9 +378,9 @@ class Trainer:
             )
             t0 = time.perf_counter()
             outcome = self.rewards.outcome_return
-            actor_outcomes: dict[str, set[float]] = {}
+            actor_outcomes: dict[str, list[float]] = {}
             for t in actor:
-                actor_outcomes.setdefault(t.task_id, set()).add(outcome(t))
+                actor_outcomes.setdefault(t.task_id, []).append(outcome(t))
             admitted = self.buffer.add(explorer, outcome, actor_outcomes)  # the swap: outcome labels only
             mixed, offpolicy = mixed_groups(
                 actor,
