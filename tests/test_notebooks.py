@@ -237,7 +237,7 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
     assert swaps["true"]["replay_filter"] == "outcome_above_mean"
     executed = (tmp_path / "06_experiments.ipynb").read_text()
     assert "| SWAP | seeds | actor_updates | explorer_steps_share |" in executed  # the runs' statistics
-    assert "| explorer_success | rescued_groups | zero_var_before_share |" in executed  # the RSPO cell's swap
+    assert "| explorer_success | explorer_minus_actor_success | rescued_groups |" in executed  # RSPO's swap
 
     # summarise a sweep without running it (one still running in the background, or half done)
     (tmp_path / "summary").mkdir()

@@ -249,15 +249,17 @@ def test_report_statistics_read_each_finished_run_and_show_only_what_some_run_ha
     stats = out[1].splitlines()
     assert stats[0] == (
         "| SWAP | seeds | actor_updates | explorer_steps_share | rollout_start_success | rollout_end_success "
-        "| explorer_success | rescued_groups |"  # no run logged tau, IS weights or KL: no such columns
+        "| explorer_success | explorer_minus_actor_success | rescued_groups |"  # no tau, IS weights or KL
     )
     # rollout success: the first and last 10 iterations, here both of them
     assert stats[2] == (
         "| False | 0, 1 | 2 / 2 → 2 [2, 2] | 0.0 / 0.0 → 0.0 [0.0, 0.0] | 30.0 / 40.0 → 35.0 [-28.5, 98.5] "
-        "| 30.0 / 40.0 → 35.0 [-28.5, 98.5] | — | — |"  # plain runs have no swap
+        "| 30.0 / 40.0 → 35.0 [-28.5, 98.5] | — | — | — |"  # plain runs have no swap
     )
     assert stats[3].startswith("| True | 0, 1 | 2 / 2 → 2 [2, 2] | 25.0 / 25.0 → 25.0 [25.0, 25.0] |")
-    assert stats[3].endswith("| 50.0 / 50.0 → 50.0 [50.0, 50.0] | 3 / 5 → 4 [-8.71, 16.7] |")  # 1+2, 2+3
+    assert stats[3].endswith(  # explorer minus actor: (0.3 + 0.1) / 2 and (0.2 + 0) / 2; rescued 1+2, 2+3
+        "| 50.0 / 50.0 → 50.0 [50.0, 50.0] | 20.0 / 10.0 → 15.0 [-48.5, 78.5] | 3 / 5 → 4 [-8.71, 16.7] |"
+    )
 
 
 # ------------------------------------------------------------------------------------- the sweep

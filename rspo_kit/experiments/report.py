@@ -84,14 +84,22 @@ SWAP_STATISTICS = {
     "is_clipped_share": ("is/clipped_frac", "mean"),
     "approx_kl": ("loss/approx_kl", "mean"),
 }
+# every run_statistics column, in the table's order: the explorer's edge (its success minus the
+# actor's, same tasks and iterations) beside its success
+STATISTICS = (
+    *("actor_updates", "explorer_steps_share", "rollout_start_success", "rollout_end_success"),
+    *("explorer_success", "explorer_minus_actor_success"),
+    *(k for k in SWAP_STATISTICS if k != "explorer_success"),
+)
 
 
 def run_statistics(metrics: pd.DataFrame, window: int = 10) -> dict[str, float]:
     """How a run spent its budget and what its swap did, from its per-iteration metrics.
 
     Actor updates, the explorer's share of the env steps, the sampled success of the actor's own
-    rollouts over the first and the last ``window`` iterations, and the swap statistics over all
-    iterations (``SWAP_STATISTICS``: means, rescued groups summed); NaN where the run has none.
+    rollouts over the first and the last ``window`` iterations, the swap statistics over all
+    iterations (``SWAP_STATISTICS``: means, rescued groups summed) and the explorer's success minus
+    the actor's (mean over the iterations with both); NaN where the run has none.
 
     >>> m = pd.DataFrame({"iteration": [0, 1, 2], "rollout/cumulative_env_steps": [0, 90, 180],
     ...     "rollout/env_steps": [None, 60, 60], "rollout/success": [None, 0.25, 0.5],
@@ -99,8 +107,8 @@ def run_statistics(metrics: pd.DataFrame, window: int = 10) -> dict[str, float]:
     >>> s = run_statistics(m, window=1)
     >>> s["actor_updates"], round(s["explorer_steps_share"], 3), s["rollout_start_success"], s["rollout_end_success"]
     (2.0, 0.333, 0.25, 0.5)
-    >>> s["rescued_groups"], s["explorer_success"], math.isnan(s["tau"])
-    (1.0, 0.375, True)
+    >>> s["rescued_groups"], s["explorer_success"], s["explorer_minus_actor_success"], math.isnan(s["tau"])
+    (1.0, 0.375, 0.0, True)
     """
     steps = metrics[metrics["iteration"] > 0]
 
@@ -119,7 +127,10 @@ def run_statistics(metrics: pd.DataFrame, window: int = 10) -> dict[str, float]:
     for name, (key, how) in SWAP_STATISTICS.items():
         values = column(key)
         stats[name] = float(getattr(values, how)()) if len(values) else math.nan
-    return stats
+    explorer = column("swap/explorer_success")
+    edge = (explorer - success.reindex(explorer.index)).dropna()  # iterations that have both
+    stats["explorer_minus_actor_success"] = float(edge.mean()) if len(edge) else math.nan
+    return {k: stats[k] for k in STATISTICS}
 
 
 def sweep_statistics(out_dir: str | Path, loaded: tuple[dict, list[dict]] | None = None) -> pd.DataFrame:
@@ -137,8 +148,7 @@ def sweep_statistics(out_dir: str | Path, loaded: tuple[dict, list[dict]] | None
 
 def statistics_columns(stats: pd.DataFrame) -> list[str]:
     """The ``run_statistics`` columns that some run of ``stats`` has (plain runs have no swap)."""
-    names = ("actor_updates", "explorer_steps_share", "rollout_start_success", "rollout_end_success")
-    return [k for k in (*names, *SWAP_STATISTICS) if k in stats and stats[k].notna().any()]
+    return [k for k in STATISTICS if k in stats and stats[k].notna().any()]
 
 
 def report(out_dir: str, metrics: Sequence[str] = (), statistics: bool = False) -> str:
