@@ -1,5 +1,5 @@
 #!/bin/bash
-# issue 8, session 15: the 3-seed GRPO plain / RSPO / control sweep from the session-11 warm start -> results/
+# issue 8, sessions 15-16: the 3-seed GRPO plain / RSPO / control sweep from the session-11 warm start -> results/
 set -e
 cd "$(dirname "$0")/../.."  # the repository root
 OUT=runs/sweeps/s15_alfworld_40k_s11
