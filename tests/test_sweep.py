@@ -262,6 +262,38 @@ def test_report_statistics_read_each_finished_run_and_show_only_what_some_run_ha
     )
 
 
+def test_report_statistics_show_the_cells_still_running_as_far_as_they_got(tmp_path, capsys):
+    from rspo_kit.experiments.report import main as report_main
+
+    grid = {"SEED": [0], "EXPLORER_LR": [1e-4, 3e-4, 1e-3]}
+    _fake_sweep(tmp_path / "sweep", grid, {})  # nothing finished; 1e-3 has not started
+    for lr, edge in ((1e-4, 0.0), (3e-4, 0.25)):
+        rows = [{"iteration": 0, "rollout/cumulative_env_steps": 0.0}]
+        for k in (1, 2):
+            rows.append(
+                {
+                    "iteration": k,
+                    "rollout/cumulative_env_steps": 100.0 * k,
+                    "rollout/env_steps": 60.0,
+                    "rollout/success": 0.25,
+                    "swap/explorer_success": 0.25 + edge,
+                    "explorer/loss/approx_kl": lr * 10,
+                }
+            )
+        run = tmp_path / "sweep" / f"SEED=0__EXPLORER_LR={lr}"
+        run.mkdir()
+        (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert report_main([str(tmp_path / "sweep"), "--statistics"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Not finished, so far:\n\n| EXPLORER_LR | seeds | actor_updates |")
+    header, _, *lines = [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines()[2:6]]
+    rows = {line[0]: dict(zip(header, line, strict=True)) for line in lines}
+    assert set(rows) == {"0.0001", "0.0003"}  # the cell that never started has no row
+    assert rows["0.0003"]["explorer_minus_actor_success"] == "25.0"
+    assert rows["0.0001"]["explorer_approx_kl"] == "0.001"
+    assert "none of 3 cells has finished yet" in out and "EXPLORER_LR=0.001: not started" in out
+
+
 # ------------------------------------------------------------------------------------- the sweep
 def test_sweep_runs_resumes_and_aggregates(tiny_notebook, tmp_path):
     out, log, fail = tmp_path / "sweep", tmp_path / "runs.log", tmp_path / "fail"

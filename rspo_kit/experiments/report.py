@@ -6,7 +6,8 @@ seed order, then the mean and its 95% t-interval over the seeds, e.g. ``20.0 / 1
 finished are left out and listed under the table with where their runs stand, so a sweep still
 running can be reported as it stands. ``--statistics`` adds a second table of the same shape, read
 from each finished cell's ``metrics.jsonl``: how the run spent its budget and what the swap did
-(``run_statistics``) — what to look at first when a variant loses.
+(``run_statistics``) — what to look at first when a variant loses — and a third of the same for the
+cells still running, as far as they got (to tune on, e.g. the explorer's edge over the actor).
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ SWAP_STATISTICS = {
     "is_weight": ("is/mean", "mean"),
     "is_clipped_share": ("is/clipped_frac", "mean"),
     "approx_kl": ("loss/approx_kl", "mean"),
+    "explorer_approx_kl": ("explorer/loss/approx_kl", "mean"),  # how far its dense step moves it
 }
 # every run_statistics column, in the table's order: the explorer's edge (its success minus the
 # actor's, same tasks and iterations) beside its success
@@ -151,6 +153,20 @@ def statistics_columns(stats: pd.DataFrame) -> list[str]:
     return [k for k in STATISTICS if k in stats and stats[k].notna().any()]
 
 
+def running_statistics(out_dir: str | Path, manifest: dict, finished: set[str]) -> pd.DataFrame:
+    """``run_statistics`` so far of the cells that have started and not finished (tuning mid-run)."""
+    rows = []
+    for name, params in manifest["cells"].items():
+        if name in finished or cell_progress(Path(out_dir) / name) is None:
+            continue
+        try:
+            metrics = load_metrics(Path(out_dir) / name)
+        except ValueError:  # caught halfway through writing a row
+            continue
+        rows.append({"cell": name, **params} | run_statistics(metrics))
+    return pd.DataFrame(rows)
+
+
 def report(out_dir: str, metrics: Sequence[str] = (), statistics: bool = False) -> str:
     """The Markdown report of the sweep in ``out_dir`` (see the module docstring)."""
     manifest, rows = load_sweep(out_dir)
@@ -161,23 +177,35 @@ def report(out_dir: str, metrics: Sequence[str] = (), statistics: bool = False) 
         for name in manifest["cells"]
         if name not in finished
     ]
-    if not rows:
-        return "\n".join([f"{out_dir}: none of {total} cells has finished yet", *unfinished])
-    table = pd.DataFrame(rows)
-    if not metrics:
-        metrics = [m for m in DEFAULT_METRICS if m in table] or [m for m in FALLBACK_METRICS if m in table]
     # the grid keys that vary across the sweep's cells (not only the finished ones), seeds aside
     values = {
         k: {json.dumps(c.get(k), sort_keys=True) for c in manifest["cells"].values()}
         for k in manifest["keys"]
     }
-    by = [k for k in manifest["keys"] if k != SEED_KEY and k in table and len(values[k]) > 1]
-    note = f"\n\n{len(rows)} of {total} cells finished ({out_dir})"
-    tables = [markdown_table(table, by, metrics)]
-    if statistics:
-        stats = sweep_statistics(out_dir, (manifest, rows))
-        tables.append(markdown_table(stats, by, statistics_columns(stats)))
-    return "\n".join(["\n\n".join(tables) + note, *unfinished])
+    by = [k for k in manifest["keys"] if k != SEED_KEY and len(values[k]) > 1]
+    tables = []
+    if rows:
+        table = pd.DataFrame(rows)
+        if not metrics:
+            metrics = [m for m in DEFAULT_METRICS if m in table] or [
+                m for m in FALLBACK_METRICS if m in table
+            ]
+        tables.append(markdown_table(table, [k for k in by if k in table], metrics))
+        if statistics:
+            stats = sweep_statistics(out_dir, (manifest, rows))
+            tables.append(markdown_table(stats, [k for k in by if k in stats], statistics_columns(stats)))
+    running = running_statistics(out_dir, manifest, finished) if statistics else pd.DataFrame()
+    if len(running):
+        keys = [k for k in by if k in running] or ["cell"]
+        tables.append(
+            "Not finished, so far:\n\n" + markdown_table(running, keys, statistics_columns(running))
+        )
+    note = (
+        f"{len(rows)} of {total} cells finished ({out_dir})"
+        if rows
+        else f"{out_dir}: none of {total} cells has finished yet"
+    )
+    return "\n".join(["\n\n".join([*tables, note]), *unfinished])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
