@@ -172,12 +172,15 @@ def test_04_training_ppo_control_and_its_continuation(kernel, tmp_path):
             assert 0 <= lo <= mid <= hi <= 1
     assert (run_dir / "success_vs_env_steps.html").is_file() and (run_dir / "health.html").is_file()
     assert json.loads((run_dir / "config.json").read_text())["swap"]["explorer_lr"] == 2e-4
+    # the score curve at the same evaluations; ALFWorld's score is its success (1.0 or 0 per episode)
+    assert results["curve_score"] == pytest.approx(results["curve_success"])
 
     # run again on the same RUN_DIR with a longer budget (a killed sweep cell rerun): it continues
     (tmp_path / "again").mkdir()
     continued = execute("04_training", kernel, tmp_path / "again", **params, ITERATIONS=3)
     check_run(continued, iterations=3)
     assert continued["curve_success"][:3] == results["curve_success"]
+    assert continued["curve_score"][:3] == results["curve_score"]
     assert "continuing the run in" in (tmp_path / "again" / "04_training.ipynb").read_text()
 
 
