@@ -294,6 +294,64 @@ def test_report_statistics_show_the_cells_still_running_as_far_as_they_got(tmp_p
     assert "none of 3 cells has finished yet" in out and "EXPLORER_LR=0.001: not started" in out
 
 
+def test_report_shows_scores_in_their_units_and_the_trained_outcome_where_it_is_not_success(tmp_path, capsys):
+    from rspo_kit.experiments.report import main as report_main
+
+    # WebShop with OUTCOME_MODE "score": scores in points (0-100), outcome_return = score / 100
+    grid = {"SEED": [0], "SWAP": [False, True]}
+    done = {
+        "SEED=0__SWAP=false": {"final_eval_score": 45.25, "final_score": 0.5, "final_eval_success": 0.05},
+        "SEED=0__SWAP=true": {"final_eval_score": 50.0, "final_score": 0.25, "final_eval_success": 0.0},
+    }
+    _fake_sweep(tmp_path / "sweep", grid, done)
+    for name in done:
+        rows = [{"iteration": 0, "rollout/cumulative_env_steps": 0.0}]
+        for k in (1, 2):
+            row = {"iteration": k, "rollout/cumulative_env_steps": 100.0 * k, "rollout/env_steps": 80.0}
+            row |= {"rollout/success": 0.0, "rollout/outcome_return": 0.4 + 0.1 * k}
+            if name.endswith("true"):
+                row |= {"swap/explorer_success": 0.125, "explorer_rollout/outcome_return": 0.6}
+            rows.append(row)
+        (tmp_path / "sweep" / name).mkdir()
+        (tmp_path / "sweep" / name / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    metrics = ["final_eval_score", "final_score", "final_eval_success"]
+    assert report_main([str(tmp_path / "sweep"), "--statistics", "--metrics", *metrics]) == 0
+    results, stats = [_table(t) for t in capsys.readouterr().out.split("\n\n")[:2]]
+    # points stay points; a score that is a fraction (ALFWorld's) and a success rate are in percent
+    assert [results[v]["final_eval_score"] for v in ("False", "True")] == ["45.2", "50.0"]
+    assert [results[v]["final_score"] for v in ("False", "True")] == ["50.0", "25.0"]
+    assert results["False"]["final_eval_success"] == "5.0"
+    # the outcome the runs train on, where it is not the success: (0.5 + 0.6) / 2 over both windows of
+    # 10 iterations; the explorer's 0.6 minus that
+    assert stats["False"]["rollout_start_outcome"] == stats["False"]["rollout_end_outcome"] == "55.0"
+    assert stats["False"]["explorer_outcome"] == "—"
+    rspo = stats["True"]
+    assert (rspo["explorer_outcome"], rspo["explorer_minus_actor_outcome"]) == ("60.0", "5.0")
+    assert rspo["explorer_minus_actor_success"] == "12.5"
+
+
+def test_report_statistics_leave_out_the_outcome_where_it_is_the_success():
+    from rspo_kit.experiments.report import run_statistics
+
+    rows = {"iteration": [0, 1, 2], "rollout/cumulative_env_steps": [0, 90, 180]}
+    rows |= {
+        "rollout/env_steps": [None, 60, 60],
+        "rollout/success": [None, 0.25, 0.5],
+        "rollout/outcome_return": [None, 0.25, 0.5],
+    }
+    rows |= {"swap/explorer_success": [None, 0.5, 0.5], "explorer_rollout/outcome_return": [None, 0.5, 0.5]}
+    stats = run_statistics(pd.DataFrame(rows))
+    assert stats["explorer_minus_actor_success"] == pytest.approx(0.125)
+    assert all(math.isnan(stats[k]) for k in ("rollout_start_outcome", "explorer_minus_actor_outcome"))
+
+
+def _table(markdown: str) -> dict[str, dict[str, str]]:
+    """A report's Markdown table as {first column: {header: cell}}."""
+    lines = [[c.strip() for c in line.strip("|").split("|")] for line in markdown.strip().splitlines()]
+    header, _, *body = lines
+    return {row[0]: dict(zip(header, row, strict=True)) for row in body}
+
+
 # ------------------------------------------------------------------------------------- the sweep
 def test_sweep_runs_resumes_and_aggregates(tiny_notebook, tmp_path):
     out, log, fail = tmp_path / "sweep", tmp_path / "runs.log", tmp_path / "fail"

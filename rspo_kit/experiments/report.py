@@ -2,10 +2,10 @@
 
 One row per group (the grid values without the seed), one column per metric: every seed's value in
 seed order, then the mean and its 95% t-interval over the seeds, e.g. ``20.0 / 15.8 / 25.0 → 20.3
-[8.9, 31.7]``. Success rates, scores, shares and rates are shown in percent. Cells that have not
-finished are left out and listed under the table with where their runs stand, so a sweep still
-running can be reported as it stands. ``--statistics`` adds a second table of the same shape, read
-from each finished cell's ``metrics.jsonl``: how the run spent its budget and what the swap did
+[8.9, 31.7]``. Success rates, scores, shares and rates are shown in percent (WebShop's scores are
+points, 0-100, and shown as such). Cells that have not finished are left out and listed under the
+table with where their runs stand, so a sweep still running can be reported as it stands.
+``--statistics`` adds a second table of the same shape, read from each finished cell's ``metrics.jsonl``: how the run spent its budget and what the swap did
 (``run_statistics``) — what to look at first when a variant loses — and a third of the same for the
 cells still running, as far as they got (to tune on, e.g. the explorer's edge over the actor).
 """
@@ -18,6 +18,7 @@ import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 
@@ -27,32 +28,52 @@ from rspo_kit.records import load_metrics
 # what to report when no metrics are named: the test splits of issue 8's protocol, else the last eval
 DEFAULT_METRICS = ("final_eval_success", "final_eval_unseen_success")
 FALLBACK_METRICS = ("final_success",)
-PERCENT_SUFFIXES = ("success", "score", "ci_low", "ci_high", "share", "rate")
+PERCENT_SUFFIXES = ("success", "score", "outcome", "ci_low", "ci_high", "share", "rate")
 
 
-def _show(value: float, percent: bool) -> str:
+# how a column's values are written: fractions in percent, WebShop's scores in their points, counts
+Unit = Literal["percent", "points", "number"]
+
+
+def _show(value: float, unit: Unit) -> str:
     if value is None or not math.isfinite(value):
         return "—"
-    return f"{100 * value:.1f}" if percent else f"{value:.3g}"
+    return {"percent": f"{100 * value:.1f}", "points": f"{value:.1f}"}.get(unit, f"{value:.3g}")
 
 
-def cell_text(values: Sequence[float], percent: bool) -> str:
+def cell_text(values: Sequence[float], unit: Unit) -> str:
     """Every replicate, then mean [95% t-interval]; one replicate alone has no interval.
 
-    >>> cell_text([0.2, 0.15, 0.25], percent=True)
+    >>> cell_text([0.2, 0.15, 0.25], "percent")
     '20.0 / 15.0 / 25.0 → 20.0 [7.6, 32.4]'
-    >>> cell_text([0.2], percent=True)
-    '20.0'
-    >>> cell_text([math.nan, math.nan], percent=False)  # e.g. a swap statistic of plain runs
+    >>> cell_text([0.2], "percent"), cell_text([45.25], "points"), cell_text([33.0], "number")
+    ('20.0', '45.2', '33')
+    >>> cell_text([math.nan, math.nan], "number")  # e.g. a swap statistic of plain runs
     '—'
     """
     if not any(v is not None and math.isfinite(v) for v in values):
         return "—"
-    shown = " / ".join(_show(v, percent) for v in values)
+    shown = " / ".join(_show(v, unit) for v in values)
     if len(values) < 2:
         return shown
     mean, low, high = mean_ci(values)
-    return f"{shown} → {_show(mean, percent)} [{_show(low, percent)}, {_show(high, percent)}]"
+    return f"{shown} → {_show(mean, unit)} [{_show(low, unit)}, {_show(high, unit)}]"
+
+
+def unit_of(metric: str, values: pd.Series) -> Unit:
+    """How a column is shown: rates and shares in percent; scores in the env's own units, which are
+    a fraction for ALFWorld (its success) and points (0-100) for WebShop, so a score column with a
+    value above 1 is in points.
+
+    >>> unit_of("final_eval_score", pd.Series([0.25, 0.5])), unit_of("final_eval_score", pd.Series([45.3]))
+    ('percent', 'points')
+    >>> unit_of("final_eval_success", pd.Series([0.25])), unit_of("actor_updates", pd.Series([33.0]))
+    ('percent', 'number')
+    """
+    if not metric.endswith(PERCENT_SUFFIXES):
+        return "number"
+    in_points = metric.endswith("score") and bool((pd.to_numeric(values, errors="coerce") > 1).any())
+    return "points" if in_points else "percent"
 
 
 def markdown_table(table: pd.DataFrame, by: Sequence[str], metrics: Sequence[str]) -> str:
@@ -64,11 +85,12 @@ def markdown_table(table: pd.DataFrame, by: Sequence[str], metrics: Sequence[str
     header = [*by, "seeds", *metrics]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     table = table.sort_values(order, kind="stable")  # seeds in order; groups in the order of the rows
+    units = {m: unit_of(m, table[m]) for m in metrics}  # one unit per column, over all its groups
     groups = table.groupby(list(by), sort=False, dropna=False) if by else [((), table)]
     for key, part in groups:
         key = key if isinstance(key, tuple) else (key,)
         seeds = ", ".join(str(s) for s in part[SEED_KEY]) if SEED_KEY in part else str(len(part))
-        cells = [cell_text(part[m].tolist(), m.endswith(PERCENT_SUFFIXES)) for m in metrics]
+        cells = [cell_text(part[m].tolist(), units[m]) for m in metrics]
         lines.append("| " + " | ".join([*map(str, key), seeds, *cells]) + " |")
     return "\n".join(lines)
 
@@ -87,10 +109,13 @@ SWAP_STATISTICS = {
     "explorer_approx_kl": ("explorer/loss/approx_kl", "mean"),  # how far its dense step moves it
 }
 # every run_statistics column, in the table's order: the explorer's edge (its success minus the
-# actor's, same tasks and iterations) beside its success
+# actor's, same tasks and iterations) beside its success, and the same in the outcome the run trains
+# on where that is not the success (WebShop's score / 100 with OUTCOME_MODE "score")
 STATISTICS = (
     *("actor_updates", "explorer_steps_share", "rollout_start_success", "rollout_end_success"),
+    *("rollout_start_outcome", "rollout_end_outcome"),
     *("explorer_success", "explorer_minus_actor_success"),
+    *("explorer_outcome", "explorer_minus_actor_outcome"),
     *(k for k in SWAP_STATISTICS if k != "explorer_success"),
 )
 
@@ -101,7 +126,9 @@ def run_statistics(metrics: pd.DataFrame, window: int = 10) -> dict[str, float]:
     Actor updates, the explorer's share of the env steps, the sampled success of the actor's own
     rollouts over the first and the last ``window`` iterations, the swap statistics over all
     iterations (``SWAP_STATISTICS``: means, rescued groups summed) and the explorer's success minus
-    the actor's (mean over the iterations with both); NaN where the run has none.
+    the actor's (mean over the iterations with both); NaN where the run has none. The ``*_outcome``
+    columns repeat the rollout and explorer numbers in the outcome reward the run trains on
+    (``outcome_return``), and are NaN where that is the success itself (same value every iteration).
 
     >>> m = pd.DataFrame({"iteration": [0, 1, 2], "rollout/cumulative_env_steps": [0, 90, 180],
     ...     "rollout/env_steps": [None, 60, 60], "rollout/success": [None, 0.25, 0.5],
@@ -129,10 +156,23 @@ def run_statistics(metrics: pd.DataFrame, window: int = 10) -> dict[str, float]:
     for name, (key, how) in SWAP_STATISTICS.items():
         values = column(key)
         stats[name] = float(getattr(values, how)()) if len(values) else math.nan
-    explorer = column("swap/explorer_success")
-    edge = (explorer - success.reindex(explorer.index)).dropna()  # iterations that have both
-    stats["explorer_minus_actor_success"] = float(edge.mean()) if len(edge) else math.nan
-    return {k: stats[k] for k in STATISTICS}
+    stats["explorer_minus_actor_success"] = _mean_difference(column("swap/explorer_success"), success)
+    outcome = column("rollout/outcome_return")
+    if len(outcome) and not (outcome - success.reindex(outcome.index)).abs().max() < 1e-9:
+        explorer = column("explorer_rollout/outcome_return")
+        stats |= {
+            "rollout_start_outcome": float(outcome.head(window).mean()),
+            "rollout_end_outcome": float(outcome.tail(window).mean()),
+            "explorer_outcome": float(explorer.mean()) if len(explorer) else math.nan,
+            "explorer_minus_actor_outcome": _mean_difference(explorer, outcome),
+        }
+    return {k: stats.get(k, math.nan) for k in STATISTICS}
+
+
+def _mean_difference(explorer: pd.Series, actor: pd.Series) -> float:
+    """The explorer's value minus the actor's, averaged over the iterations that have both."""
+    edge = (explorer - actor.reindex(explorer.index)).dropna()
+    return float(edge.mean()) if len(edge) else math.nan
 
 
 def sweep_statistics(out_dir: str | Path, loaded: tuple[dict, list[dict]] | None = None) -> pd.DataFrame:
