@@ -246,9 +246,16 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
     (tmp_path / "summary").mkdir()
     grid = {"SWAP": [True, False], "SEED": [0, 1]}
     summary = execute(
-        "06_experiments", kernel, tmp_path / "summary", GRID=grid, OUT=str(out), RUN_CELLS=False
+        "06_experiments",
+        kernel,
+        tmp_path / "summary",
+        GRID=grid,
+        OUT=str(out),
+        RUN_CELLS=False,
+        CURVE="curve_score",
     )
     assert (summary["cells"], summary["finished"], summary["failed"]) == (4, 2, 0)
+    assert "curve_score vs env steps" in (out / "curves.html").read_text()  # the score curves instead
     assert summary["means"] == results["means"] and not (out / "SWAP=true__SEED=1.ipynb").exists()
 
 
