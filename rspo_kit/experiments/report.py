@@ -5,9 +5,10 @@ seed order, then the mean and its 95% t-interval over the seeds, e.g. ``20.0 / 1
 [8.9, 31.7]``. Success rates, scores, shares and rates are shown in percent (WebShop's scores are
 points, 0-100, and shown as such). Cells that have not finished are left out and listed under the
 table with where their runs stand, so a sweep still running can be reported as it stands.
-``--statistics`` adds a second table of the same shape, read from each finished cell's ``metrics.jsonl``: how the run spent its budget and what the swap did
-(``run_statistics``) — what to look at first when a variant loses — and a third of the same for the
-cells still running, as far as they got (to tune on, e.g. the explorer's edge over the actor).
+``--statistics`` adds a second table of the same shape, read from each finished cell's
+``metrics.jsonl``: how the run spent its budget and what the swap did (``run_statistics``) — what to
+look at first when a variant loses — and a third of the same for the cells still running, as far as
+they got (to tune on, e.g. the explorer's edge over the actor).
 """
 
 from __future__ import annotations
