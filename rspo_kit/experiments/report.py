@@ -198,11 +198,13 @@ def running_statistics(out_dir: str | Path, manifest: dict, finished: set[str]) 
     """``run_statistics`` so far of the cells that have started and not finished (tuning mid-run)."""
     rows = []
     for name, params in manifest["cells"].items():
-        if name in finished or cell_progress(Path(out_dir) / name) is None:
+        if name in finished:
             continue
         try:
             metrics = load_metrics(Path(out_dir) / name)
-        except ValueError:  # caught halfway through writing a row
+        except (FileNotFoundError, ValueError):  # not started, or caught halfway through writing a row
+            continue
+        if "iteration" not in metrics:  # has logged nothing yet
             continue
         rows.append({"cell": name, **params} | run_statistics(metrics))
     return pd.DataFrame(rows)
