@@ -297,6 +297,29 @@ def test_a_time_budget_anneals_the_sft_learning_rate_before_it_runs_out(monkeypa
     assert lrs.index(max(lrs)) == 19  # the end of the warm-up
 
 
+def test_an_update_budget_gives_the_same_annealed_warm_start_on_any_machine(monkeypatch):
+    tasks = list_tasks("alfworld", "train", n=2)
+    cfg = SFTConfig(lr=1e-3, epochs=10_000, batch_size=4, max_updates=30, dagger_rounds=1, dagger_tasks=1)
+    runs = []
+    for clock_step in (0.05, 5.0):  # a fast machine and a slow one: the clock must not matter
+        ticks = itertools.count()
+        monkeypatch.setattr(sft_module.time, "perf_counter", lambda s=clock_step, t=ticks: s * next(t))
+        policy = Policy.load("tiny", seed=1)
+        with BatchRunner("alfworld", n_workers=0, env_kwargs={"max_steps": 8}) as runner:
+            report = warm_start(policy, runner, tasks, cfg, progress_bar=False)
+        runs.append((report, [p.detach().clone() for p in policy.model.parameters()]))
+    (fast, fast_params), (slow, slow_params) = runs
+    assert fast["sft"]["updates"] == slow["sft"]["updates"] == 30  # 15 per DAgger phase
+    assert fast["sft"]["losses"] == slow["sft"]["losses"]
+    assert all(torch.equal(a, b) for a, b in zip(fast_params, slow_params, strict=True))
+    # the schedule runs over the updates: the last one at 5% of the learning rate
+    policy = Policy.load("tiny", seed=1)
+    with BatchRunner("alfworld", n_workers=0) as runner:
+        samples, _ = collect_demonstrations(policy, runner, tasks, progress_bar=False)
+    lrs = train_sft(policy, samples, dataclasses.replace(cfg, max_updates=25), progress_bar=False)["lrs"]
+    assert len(lrs) == 25 and lrs[-1] == pytest.approx(0.05 * cfg.lr)
+
+
 def test_dagger_labels_each_distinct_state_the_policy_visits_with_the_teachers_action():
     policy = Policy.load("tiny", seed=1)  # untrained: it wanders, loops and revisits states
     tasks = list_tasks("alfworld", "train", n=2)

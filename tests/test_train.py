@@ -500,3 +500,16 @@ def test_saving_the_same_iteration_again_never_leaves_the_run_without_a_checkpoi
     for k in range(4, 7):  # only the newest two complete checkpoints are kept
         save_checkpoint(tmp_path, k, {"m": module}, {"m": opt}, {"rows": []}, {})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt-00005", "ckpt-00006", "latest"]
+
+
+def test_a_warm_start_by_updates_is_cached_apart_from_one_by_minutes_and_ignores_the_clock():
+    from rspo_kit.train.setup import warmstart_key
+
+    def key(**policy):
+        return warmstart_key(preset("tiny", env="webshop", **{f"policy__{k}": v for k, v in policy.items()}))
+
+    assert key(sft_updates=1284, sft_minutes=2.0) == key(sft_updates=1284, sft_minutes=10.0)
+    assert key(sft_updates=1284) != key(sft_updates=1000) != key()
+    assert key(sft_minutes=2.0) != key(sft_minutes=10.0)
+    with pytest.raises(ValueError, match="sft_updates"):
+        preset("tiny", policy__sft_updates=0)

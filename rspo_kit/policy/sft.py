@@ -174,6 +174,9 @@ class SFTConfig:
     batch_size: int = 32
     epochs: int = 3
     time_budget_s: float | None = None  # stop early when the budget is spent
+    # stop after this many updates (the schedule anneals over them): unlike a time budget, the same
+    # warm start on any machine
+    max_updates: int | None = None
     weight_decay: float = 0.0
     seed: int = 0
     # choice mode: weight of the cross-entropy over the candidate set (what the policy samples
@@ -190,6 +193,8 @@ class SFTConfig:
     def __post_init__(self) -> None:
         if self.lr <= 0 or self.batch_size < 1 or self.epochs < 1:
             raise ValueError(f"SFTConfig needs lr > 0, batch_size >= 1, epochs >= 1; got {self}")
+        if self.max_updates is not None and self.max_updates < 0:
+            raise ValueError(f"SFTConfig.max_updates must be >= 0 or None, got {self.max_updates}")
         if self.choice_weight < 0:
             raise ValueError(f"SFTConfig.choice_weight must be >= 0, got {self.choice_weight}")
         if self.balance < 0:
@@ -282,11 +287,13 @@ def train_sft(policy: Policy, samples: Sequence[Sample], cfg: SFTConfig, progres
     rng = random.Random(cfg.seed)
     steps_per_epoch = (len(samples) + cfg.batch_size - 1) // cfg.batch_size
     total = steps_per_epoch * cfg.epochs
+    if cfg.max_updates is not None:
+        total = min(total, cfg.max_updates)
     start, losses, lrs = time.perf_counter(), [], []
     model.train()
     bar = tqdm(total=total, desc="sft", disable=not progress_bar, leave=False)
     order = list(range(len(samples)))
-    for _epoch in range(cfg.epochs):
+    for _epoch in range(cfg.epochs if total else 0):
         rng.shuffle(order)
         for idx in _length_bucketed(order, samples, cfg.batch_size, rng):
             batch = [samples[i] for i in idx]
@@ -304,7 +311,8 @@ def train_sft(policy: Policy, samples: Sequence[Sample], cfg: SFTConfig, progres
             losses.append(loss.item())
             bar.update(1)
             bar.set_postfix(loss=f"{losses[-1]:.3f}")
-            if cfg.time_budget_s is not None and time.perf_counter() - start > cfg.time_budget_s:
+            out_of_time = cfg.time_budget_s is not None and time.perf_counter() - start > cfg.time_budget_s
+            if out_of_time or len(losses) >= total:
                 break
         else:
             continue
@@ -345,11 +353,11 @@ def warm_start(
 ) -> dict:
     """Teacher demonstrations on ``tasks``, then SFT, with ``cfg.dagger_rounds`` rounds of DAgger.
 
-    The SFT time budget (``cfg.time_budget_s``; the demonstrations are not counted) is cut into
-    ``dagger_rounds + 1`` equal phases. Between phases the policy acts greedily on ``dagger_tasks`` of
-    ``tasks`` and the teacher's labels of the states it visited join the data (``collect_demonstrations``
-    with ``follow="policy"``); that collection is paid from the next phase's share. Without a budget
-    every phase trains ``cfg.epochs`` epochs. Returns the demonstration stats, each DAgger round's stats
+    The SFT time budget (``cfg.time_budget_s``; the demonstrations are not counted) and the update
+    budget (``cfg.max_updates``) are cut into ``dagger_rounds + 1`` equal phases. Between phases the
+    policy acts greedily on ``dagger_tasks`` of ``tasks`` and the teacher's labels of the states it
+    visited join the data (``collect_demonstrations`` with ``follow="policy"``); that collection is paid
+    from the next phase's share of the time. Without a budget every phase trains ``cfg.epochs`` epochs. Returns the demonstration stats, each DAgger round's stats
     (the policy's success and agreement with the teacher before that round) and the SFT history.
     """
     samples, demo = collect_demonstrations(policy, runner, tasks, p_detour, seed, progress_bar)
@@ -367,7 +375,11 @@ def warm_start(
         budget = cfg.time_budget_s
         if budget is not None:  # what is left of the budget up to the end of this phase
             budget = max(0.0, budget * (phase + 1) / phases - (time.perf_counter() - start))
-        losses += train_sft(policy, samples, replace(cfg, time_budget_s=budget), progress_bar)["losses"]
+        updates = cfg.max_updates
+        if updates is not None:  # this phase's share of the updates
+            updates = updates * (phase + 1) // phases - len(losses)
+        phase_cfg = replace(cfg, time_budget_s=budget, max_updates=updates)
+        losses += train_sft(policy, samples, phase_cfg, progress_bar)["losses"]
     sft = {"losses": losses, "seconds": time.perf_counter() - start, "updates": len(losses)}
     return {"demonstrations": demo, "dagger": rounds, "sft": sft, "samples": len(samples)}
 

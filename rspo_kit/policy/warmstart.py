@@ -1,6 +1,7 @@
 """SFT warm start end to end: demonstrations -> SFT -> checkpoint -> evaluation (greedy and pass@k).
 
     python -m rspo_kit.policy.warmstart --env alfworld --preset tiny --demo-tasks 400 --minutes 8
+    python -m rspo_kit.policy.warmstart --env webshop --demo-tasks 1500 --updates 1284  # machine-independent
 
 Writes ``<out>/policy/`` (safetensors + tokenizer) and ``<out>/warmstart.json`` (demonstration
 stats, SFT loss curve, evaluation results with 95% intervals).
@@ -31,7 +32,15 @@ def main(argv=None) -> int:
     ap.add_argument("--init", default=None, help="start from this checkpoint instead of the fresh preset")
     ap.add_argument("--demo-tasks", type=int, default=400)
     ap.add_argument("--p-detour", type=float, default=0.15)
-    ap.add_argument("--minutes", type=float, default=8.0, help="SFT time budget")
+    ap.add_argument(
+        "--minutes", type=float, default=None, help="SFT time budget (default 8 without --updates)"
+    )
+    ap.add_argument(
+        "--updates",
+        type=int,
+        default=None,
+        help="SFT updates instead of a time budget: the same schedule on any machine",
+    )
     ap.add_argument("--epochs", type=int, default=50)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--lr", type=float, default=2e-3)
@@ -51,6 +60,8 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=None, help="torch threads (1 on a busy machine)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    if args.minutes is None and args.updates is None:
+        args.minutes = 8.0
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -65,7 +76,8 @@ def main(argv=None) -> int:
         lr=args.lr,
         batch_size=args.batch_size,
         epochs=args.epochs,
-        time_budget_s=60 * args.minutes,
+        time_budget_s=None if args.minutes is None else 60 * args.minutes,
+        max_updates=args.updates,
         choice_weight=args.choice_weight,
         balance=args.balance,
         dagger_rounds=args.dagger_rounds,

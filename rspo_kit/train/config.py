@@ -68,6 +68,7 @@ class PolicyConfig:
     warmstart: bool = True  # SFT on search-expert demonstrations first (cached per settings)
     sft_demo_tasks: int = 1500
     sft_minutes: float = 10.0
+    sft_updates: int | None = None  # SFT updates instead of minutes: the same schedule on any machine
     sft_lr: float = 2e-3
     sft_balance: float = 0.5  # verb-balanced SFT weights, freq(verb) ** -balance (0: unweighted)
     sft_dagger_rounds: int = 0  # DAgger rounds inside the SFT budget (see policy.sft.warm_start)
@@ -80,6 +81,7 @@ class PolicyConfig:
         _check_literals(self)
         _require(self, "sft_demo_tasks", self.sft_demo_tasks >= 1, ">= 1")
         _require(self, "sft_minutes", self.sft_minutes > 0, "> 0")
+        _require(self, "sft_updates", self.sft_updates is None or self.sft_updates >= 1, ">= 1 or None")
         _require(self, "sft_balance", self.sft_balance >= 0, ">= 0")
         _require(self, "sft_dagger_rounds", self.sft_dagger_rounds >= 0, ">= 0")
         _require(self, "temperature", self.temperature > 0, "> 0")

@@ -28,7 +28,7 @@ def warmstart_key(cfg: RunConfig) -> str:
         "preset": p.preset,
         "mode": p.mode,
         "demo_tasks": p.sft_demo_tasks,
-        "minutes": p.sft_minutes,
+        **({"updates": p.sft_updates} if p.sft_updates else {"minutes": p.sft_minutes}),
         "lr": p.sft_lr,
         "balance": p.sft_balance,
         **({"dagger_rounds": p.sft_dagger_rounds} if p.sft_dagger_rounds else {}),  # old keys stay valid
@@ -57,7 +57,8 @@ def initial_policy(cfg: RunConfig, progress_bar: bool = True) -> tuple[Policy, d
         lr=cfg.policy.sft_lr,
         batch_size=16,
         epochs=50,
-        time_budget_s=60 * cfg.policy.sft_minutes,
+        time_budget_s=None if cfg.policy.sft_updates else 60 * cfg.policy.sft_minutes,
+        max_updates=cfg.policy.sft_updates,
         balance=cfg.policy.sft_balance,
         dagger_rounds=cfg.policy.sft_dagger_rounds,
     )
