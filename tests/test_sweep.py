@@ -142,6 +142,28 @@ def test_grid_expansion_and_names(tmp_path):
             expand_grid(bad)
 
 
+def _write_one_cell_often(out: str, seed: int) -> None:
+    for _ in range(30):
+        cells = plan({"SEED": [seed]}, Path(out))
+        sweep_module._write_manifest(Path(out), Path("nb.ipynb"), {"SEED": [seed]}, {"P": 1}, cells)
+
+
+def test_sweeps_started_at_once_into_one_folder_keep_every_cell_in_the_manifest(tmp_path):
+    # one sweep per cell and core, all started together: no cell lost, no file written over half-way
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_write_one_cell_often, args=(str(tmp_path), seed)) for seed in range(6)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(60)
+    assert [proc.exitcode for proc in procs] == [0] * 6
+    manifest = json.loads((tmp_path / sweep_module.MANIFEST).read_text())
+    assert sorted(manifest["cells"]) == [f"SEED={seed}" for seed in range(6)]
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
+
+
 def test_mean_ci_and_summary():
     mean, _, high = mean_ci([0.2, 0.4, 0.6])
     assert mean == pytest.approx(0.4) and high - mean == pytest.approx(4.303 * 0.2 / 3**0.5)

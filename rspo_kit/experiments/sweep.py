@@ -257,16 +257,37 @@ def _notebook_parameters(notebook: Path) -> set[str]:
     return set(pm.inspect_notebook(str(notebook)))
 
 
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive lock on ``path`` (created if missing) between processes; a no-op without ``fcntl``."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: sweeps started one at a time need no lock
+        yield
+        return
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _write_manifest(out: Path, notebook: Path, grid: Mapping, parameters: Mapping, cells: list[Cell]) -> None:
-    """Create or extend ``sweep.json``: cells of earlier invocations with other grids are kept."""
+    """Create or extend ``sweep.json``: cells of earlier invocations with other grids are kept.
+
+    Safe when several sweeps into one ``out`` start at once (one cell each, a core each): the read and
+    the write happen under a lock, through a temporary file of this process's own.
+    """
     path = out / MANIFEST
-    manifest = json.loads(path.read_text()) if path.exists() else {"cells": {}}
-    keys = list(dict.fromkeys([*manifest.get("keys", []), *grid]))
-    manifest.update(notebook=str(notebook), keys=keys, parameters=dict(parameters))
-    manifest["cells"].update({c.name: c.params for c in cells})
-    tmp = out / f".{MANIFEST}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=1, default=str) + "\n")
-    tmp.replace(path)
+    with _locked(out / f".{MANIFEST}.lock"):
+        manifest = json.loads(path.read_text()) if path.exists() else {"cells": {}}
+        keys = list(dict.fromkeys([*manifest.get("keys", []), *grid]))
+        manifest.update(notebook=str(notebook), keys=keys, parameters=dict(parameters))
+        manifest["cells"].update({c.name: c.params for c in cells})
+        tmp = out / f".{MANIFEST}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(manifest, indent=1, default=str) + "\n")
+        tmp.replace(path)
 
 
 def sweep_status(grid: Mapping[str, Sequence[Any]], out_dir: str | os.PathLike) -> list[CellOutcome]:
