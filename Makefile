@@ -72,7 +72,8 @@ SWEEP_OUT       ?= runs/sweeps/issue8
 SWEEP_ENV       ?= alfworld
 SWEEP_GRID      ?= {"ALGO": ["grpo", "ppo", "gigpo"], "SWAP": [true, false, "control", "process", "mix"], "SEED": [0, 1, 2]}
 SWEEP_WORKERS   ?= 2
-SWEEP_SFT       ?= 10
+# the warm start's SFT updates (what 10 minutes gave on 2 idle cores): the same schedule on any machine
+SWEEP_SFT_UPDATES ?= 1536
 SWEEP_MAX_STEPS ?= 30
 SWEEP_FRESH     ?=
 SWEEP_PARAMS    ?= -p PRESET tiny -p INTERACTIVE false -p ITERATIONS 1000 -p MAX_ENV_STEPS 40000 -p LR 0.00003 \
@@ -81,10 +82,10 @@ SWEEP_PARAMS    ?= -p PRESET tiny -p INTERACTIVE false -p ITERATIONS 1000 -p MAX
 sweep: setup kernel
 	rm -rf $(SWEEP_OUT)/warmstart_run
 	$(PY) -m rspo_kit.train --preset tiny --env $(SWEEP_ENV) train.iterations=0 train.eval_n=0 \
-	  policy.sft_minutes=$(SWEEP_SFT) env.max_steps=$(SWEEP_MAX_STEPS) train.run_dir=$(SWEEP_OUT)/warmstart_run
+	  policy.sft_updates=$(SWEEP_SFT_UPDATES) env.max_steps=$(SWEEP_MAX_STEPS) train.run_dir=$(SWEEP_OUT)/warmstart_run
 	$(PY) -m rspo_kit.experiments.sweep notebooks/04_training.ipynb --grid '$(SWEEP_GRID)' \
 	  --out $(SWEEP_OUT) --workers $(SWEEP_WORKERS) $(SWEEP_FRESH) $(SWEEP_PARAMS) -p ENV $(SWEEP_ENV) \
-	  -p SFT_MINUTES $(SWEEP_SFT) -p MAX_STEPS $(SWEEP_MAX_STEPS)
+	  -p SFT_UPDATES $(SWEEP_SFT_UPDATES) -p MAX_STEPS $(SWEEP_MAX_STEPS)
 
 test: setup kernel
 	$(PY) -m pytest
