@@ -227,6 +227,19 @@ def test_report_shows_every_seed_and_the_interval_of_finished_cells(tmp_path, ca
     assert "no recorded metric ['seconds']" in capsys.readouterr().err
 
 
+def test_cell_progress_shows_the_last_evaluation_and_a_score_of_its_own(tmp_path):
+    (tmp_path / "metrics.jsonl").write_text(
+        '{"iteration": 0, "eval/success": 0.025, "eval/score": 40.25}\n'
+        '{"iteration": 5, "rollout/cumulative_env_steps": 1200.0, "eval/success": 0.05, "eval/score": 51.9}\n'
+        '{"iteration": 6, "rollout/cumulative_env_steps": 1410.0}\n'
+    )
+    assert sweep_module.cell_progress(tmp_path) == "iteration 6, 1,410 env steps, last eval 5.0% (score 51.9)"
+    (tmp_path / "metrics.jsonl").write_text('{"iteration": 2, "eval/success": 0.25, "eval/score": 0.25}\n')
+    assert sweep_module.cell_progress(tmp_path) == "iteration 2, last eval 25.0%"  # ALFWorld: score = success
+    (tmp_path / "metrics.jsonl").write_text('{"iteration": 3, "eval/su')  # caught halfway through a write
+    assert sweep_module.cell_progress(tmp_path) is None
+
+
 def test_report_rows_follow_the_grid_not_the_alphabet(tmp_path, capsys):
     from rspo_kit.experiments.report import main as report_main
 

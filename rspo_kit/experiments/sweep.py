@@ -230,7 +230,7 @@ def _run_cell(
 
 def cell_progress(run_dir: Path) -> str | None:
     """Where a cell's run stands, from ``<run_dir>/metrics.jsonl`` (the trainer's log): iteration, env
-    steps, the last evaluation's success.
+    steps, the last evaluation's success (and its mean score where that is not the success).
 
     None if the cell's run has logged nothing (yet), e.g. a notebook that is no training run.
     """
@@ -245,9 +245,12 @@ def cell_progress(run_dir: Path) -> str | None:
     steps = rows[-1].get("rollout/cumulative_env_steps")
     if steps is not None:
         text += f", {steps:,.0f} env steps"
-    evals = [r["eval/success"] for r in rows if isinstance(r, dict) and r.get("eval/success") is not None]
+    evals = [r for r in rows if isinstance(r, dict) and r.get("eval/success") is not None]
     if evals:
-        text += f", last eval {100 * evals[-1]:.1f}%"
+        success, score = evals[-1]["eval/success"], evals[-1].get("eval/score")
+        text += f", last eval {100 * success:.1f}%"
+        if score is not None and abs(score - success) > 1e-9:  # a score of its own (WebShop: points)
+            text += f" (score {score:.1f})"
     return text
 
 
