@@ -357,8 +357,9 @@ def warm_start(
     budget (``cfg.max_updates``) are cut into ``dagger_rounds + 1`` equal phases. Between phases the
     policy acts greedily on ``dagger_tasks`` of ``tasks`` and the teacher's labels of the states it
     visited join the data (``collect_demonstrations`` with ``follow="policy"``); that collection is paid
-    from the next phase's share of the time. Without a budget every phase trains ``cfg.epochs`` epochs. Returns the demonstration stats, each DAgger round's stats
-    (the policy's success and agreement with the teacher before that round) and the SFT history.
+    from the next phase's share of the time. Without a budget every phase trains ``cfg.epochs`` epochs.
+    Returns the demonstration stats, each DAgger round's stats (the policy's success and agreement with
+    the teacher before that round) and the SFT history.
     """
     samples, demo = collect_demonstrations(policy, runner, tasks, p_detour, seed, progress_bar)
     rng, start = random.Random(seed), time.perf_counter()
