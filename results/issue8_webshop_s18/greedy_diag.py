@@ -5,6 +5,7 @@ usage: greedy_diag.py OUT.json NAME=FOLDER ...   (a saved policy or a training r
 """
 
 import json
+import math
 import sys
 from collections import Counter
 from pathlib import Path
@@ -43,7 +44,18 @@ def summary(trajs) -> dict:
         "mean_steps": sum(t.env_steps for t in trajs) / len(trajs),
         "at_cap_share": sum(t.env_steps >= CAP for t in trajs) / len(trajs),
         "action_shares": {k: v / total for k, v in sorted(verbs.items())},
+        # how sure the policy is of its navigation clicks: the chosen candidate's probability
+        "navigation_prob": _mean(
+            [math.exp(s.logprob) for t in trajs for s in t.steps if verb(s.action) == "navigate"]
+        ),
+        "other_prob": _mean(
+            [math.exp(s.logprob) for t in trajs for s in t.steps if verb(s.action) != "navigate"]
+        ),
     }
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
 
 
 def main(out: str, *named: str) -> None:
