@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rspo_kit.paths import atomic_write_text
 from rspo_kit.records.notebook import NoResults, has_results, read_results
 
 KERNEL_NAME = "rspo-kit"  # registered from this virtualenv by ensure_kernel() / `make kernel`
@@ -280,7 +281,7 @@ def _write_manifest(out: Path, notebook: Path, grid: Mapping, parameters: Mappin
     """Create or extend ``sweep.json``: cells of earlier invocations with other grids are kept.
 
     Safe when several sweeps into one ``out`` start at once (one cell each, a core each): the read and
-    the write happen under a lock, through a temporary file of this process's own.
+    the write happen under a lock, through a temporary file of this process's own (``atomic_write_text``).
     """
     path = out / MANIFEST
     with _locked(out / f".{MANIFEST}.lock"):
@@ -288,9 +289,7 @@ def _write_manifest(out: Path, notebook: Path, grid: Mapping, parameters: Mappin
         keys = list(dict.fromkeys([*manifest.get("keys", []), *grid]))
         manifest.update(notebook=str(notebook), keys=keys, parameters=dict(parameters))
         manifest["cells"].update({c.name: c.params for c in cells})
-        tmp = out / f".{MANIFEST}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(manifest, indent=1, default=str) + "\n")
-        tmp.replace(path)
+        atomic_write_text(path, json.dumps(manifest, indent=1, default=str) + "\n")
 
 
 def sweep_status(grid: Mapping[str, Sequence[Any]], out_dir: str | os.PathLike) -> list[CellOutcome]:
