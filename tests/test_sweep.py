@@ -27,6 +27,7 @@ from rspo_kit.experiments import (
     run_sweep,
     summarize,
     sweep_status,
+    write_figure_html,
 )
 from rspo_kit.records import NoResults, read_results, record
 
@@ -162,6 +163,16 @@ def test_sweeps_started_at_once_into_one_folder_keep_every_cell_in_the_manifest(
     manifest = json.loads((tmp_path / sweep_module.MANIFEST).read_text())
     assert sorted(manifest["cells"]) == [f"SEED={seed}" for seed in range(6)]
     assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_figure_page_holds_the_figure_and_the_table_and_leaves_no_temporary_file(tmp_path):
+    spec = {"data": [{"x": [0, 1], "y": [0.1, 0.3], "type": "scatter"}], "layout": {"title": "curve"}}
+    table = pd.DataFrame({"cell": ["a", "b"], "success": [0.25, 0.5]})
+    path = write_figure_html(spec, tmp_path / "fig.html", table, title="success")
+    page = path.read_text()
+    assert "Plotly.newPlot('fig'" in page and '"y": [0.1, 0.3]' in page
+    assert "<table" in page and "0.250" in page and "<title>success</title>" in page
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".tmp") == []
 
 
 def test_mean_ci_and_summary():

@@ -630,9 +630,7 @@ def write_figure_html(spec: Mapping, path: Path, table: pd.DataFrame | None = No
     if table is not None and len(table):
         page.append(table.to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep="-"))
     page.append("</body></html>")
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text("\n".join(page))
-    tmp.replace(path)
+    atomic_write_text(path, "\n".join(page))
     return path
 
 
