@@ -1,0 +1,67 @@
+#!/bin/bash
+# issue 8, session 19: GiGPO and PPO (plain / RSPO / control) on WebShop under session 18's GRPO protocol, 7k env
+# steps, seeds 0-2 (one cell: results/issue8_webshop_s19/sweep_cell.sh ALGO SWAP SEED) -> results/
+set -e
+cd "$(dirname "$0")/../.."  # the repository root
+OUT=runs/sweeps/s19_webshop_7k
+R=results/issue8_webshop_s19
+W=results/issue8_webshop_s18  # the same warm start (rebuilt bit for bit; its 120-goal evaluations are there)
+mkdir -p $R
+M="final_eval_score final_eval_unseen_score final_eval_success final_eval_unseen_success"
+M="$M final_sampled_eval_score final_sampled_eval_unseen_score final_sampled_eval_success final_sampled_eval_unseen_success"
+.venv/bin/python -m rspo_kit.experiments.report $OUT --statistics --metrics $M > $R/report.md
+.venv/bin/papermill -k rspo-kit notebooks/06_experiments.ipynb $R/06_experiments.ipynb --cwd . \
+  -p OUT $OUT -p RUN_CELLS False -p INTERACTIVE False -p METRIC final_eval_score -p CURVE curve_score \
+  -y '{"GRID": {"LR": [0.0001], "SEED": [0, 1, 2], "ALGO": ["gigpo", "ppo"], "SWAP": [false, true, "control"]},
+       "EXTRA_METRICS": ["final_eval_unseen_score", "final_eval_success", "final_eval_unseen_success",
+                         "final_sampled_eval_score", "final_sampled_eval_unseen_score", "env_steps", "iterations"]}' \
+  > $R/papermill.log 2>&1
+rm -f $R/papermill.log
+cp $OUT/results.csv $OUT/curves.html $OUT/summary_bars.html $R/
+.venv/bin/python - <<'PY'
+import pandas as pd
+from rspo_kit.experiments.report import sweep_statistics
+from rspo_kit.experiments.sweep import load_sweep
+from rspo_kit.records import load_metrics
+OUT, R = "runs/sweeps/s19_webshop_7k", "results/issue8_webshop_s19"
+sweep_statistics(OUT).to_csv(f"{R}/run_statistics.csv", index=False)
+manifest, _ = load_sweep(OUT)
+keep = ["iteration", "rollout/cumulative_env_steps", "eval/score", "eval/success", "rollout/score", "rollout/success",
+        "explorer_rollout/score", "swap/explorer_success", "swap/admitted", "swap/replayed", "swap/rescued_groups",
+        "loss/approx_kl", "explorer/loss/approx_kl", "swap/process_outcome_tau", "swap/explorer_hacking_rate"]
+frames = []
+for cell in manifest["cells"]:
+    try:
+        m = load_metrics(f"{OUT}/{cell}")
+    except (FileNotFoundError, ValueError):
+        continue
+    frames.append(m[[c for c in keep if c in m]].assign(run=cell))
+pd.concat(frames, ignore_index=True).to_csv(f"{R}/metrics.csv", index=False)
+PY
+# paired differences per seed (same seed, same warm start), per algorithm: RSPO − plain, RSPO − control, X − warm start
+.venv/bin/python - <<'PY' > $R/paired.md
+import json
+import pandas as pd
+from rspo_kit.experiments import mean_ci
+R, W = "results/issue8_webshop_s19", "results/issue8_webshop_s18"
+t = pd.read_csv(f"{R}/results.csv").assign(SWAP=lambda d: d["SWAP"].astype(str).str.lower())
+warm = {f"final{'_sampled' if m == 'sampled' else ''}_{s}_score": json.load(open(f"{W}/warm_start_{s}_{m}.json"))["mean_score"]
+        for s in ("eval", "eval_unseen") for m in ("greedy", "sampled")}
+print("| paired difference (score points) | seeds | " + " | ".join(warm) + " |")
+print("|---|---|" + "---|" * len(warm))
+for algo, part in t.groupby("ALGO", sort=False):
+    by = {v: p.set_index("SEED") for v, p in part.groupby("SWAP")}
+    for name, a, b in (("RSPO − plain", "true", "false"), ("RSPO − control", "true", "control"),
+                       ("plain − warm start", "false", None), ("RSPO − warm start", "true", None),
+                       ("control − warm start", "control", None)):
+        if a not in by or (b and b not in by):
+            continue
+        seeds = sorted(set(by[a].index) & (set(by[b].index) if b else set(by[a].index)))
+        cells = []
+        for metric in warm:
+            diff = [by[a].loc[s, metric] - (by[b].loc[s, metric] if b else warm[metric]) for s in seeds]
+            m, lo, hi = mean_ci(diff)
+            cells.append(f"{m:+.1f} [{lo:+.1f}, {hi:+.1f}]")
+        print(f"| {algo}: {name} | {', '.join(map(str, seeds))} | " + " | ".join(cells) + " |")
+PY
+cat $R/report.md $R/paired.md
