@@ -238,6 +238,50 @@ def test_report_shows_every_seed_and_the_interval_of_finished_cells(tmp_path, ca
     assert "no recorded metric ['seconds']" in capsys.readouterr().err
 
 
+def test_paired_report_differences_seed_by_seed_per_algorithm(tmp_path, capsys):
+    from rspo_kit.experiments.report import main as report_main
+
+    grid = {"SEED": [0, 1, 2], "ALGO": ["grpo", "gigpo"], "SWAP": [False, True, "control"]}
+    score = {  # (ALGO, SWAP) -> per seed; seed 2 of gigpo RSPO has not finished
+        ("grpo", "false"): [40.0, 42.0, 44.0],
+        ("grpo", "true"): [43.0, 42.5, 48.0],
+        ("grpo", "control"): [30.0, 40.0, 41.0],
+        ("gigpo", "false"): [41.0, 41.0, 45.0],
+        ("gigpo", "true"): [46.0, 40.0, None],
+        ("gigpo", "control"): [40.0, 40.0, 40.0],
+    }
+    done = {
+        f"SEED={seed}__ALGO={algo}__SWAP={swap}": {
+            "final_eval_score": v[seed],
+            "final_eval_success": 0.1 * seed,
+        }
+        for (algo, swap), v in score.items()
+        for seed in range(3)
+        if v[seed] is not None
+    }
+    _fake_sweep(tmp_path / "sweep", grid, done)
+    args = [str(tmp_path / "sweep"), "--metrics", "final_eval_score", "final_eval_success"]
+    assert report_main([*args, "--paired", "SWAP=true,false", "--paired", "SWAP=true,control"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    table = lines[lines.index("Paired by seed:") + 2 :]
+    assert table[0] == "| ALGO | difference | seeds | final_eval_score | final_eval_success |"
+    # grpo RSPO − plain: +3.0 / +0.5 / +4.0, mean 2.5, sd 1.80, t(2) = 4.303 -> ±4.48
+    assert table[2] == (
+        "| grpo | SWAP=true − SWAP=false | 0, 1, 2 | +3.0 / +0.5 / +4.0 → +2.5 [-2.0, +7.0] "
+        "| +0.0 / +0.0 / +0.0 → +0.0 [+0.0, +0.0] |"
+    )
+    assert (
+        table[3]
+        == "| gigpo | SWAP=true − SWAP=false | 0, 1 | +5.0 / -1.0 → +2.0 [-36.1, +40.1] | +0.0 / +0.0 → +0.0 [+0.0, +0.0] |"
+    )
+    assert table[4].startswith('| grpo | SWAP=true − SWAP="control" | 0, 1, 2 | +13.0 / +2.5 / +7.0 → +7.5')
+    assert table[5].startswith('| gigpo | SWAP=true − SWAP="control" | 0, 1 | +6.0 / +0.0 → +3.0')
+    assert report_main([*args, "--paired", "SWAP"]) == 2
+    assert "--paired takes KEY=A,B" in capsys.readouterr().err
+    assert report_main([*args, "--paired", "LR=1,2"]) == 2
+    assert "no grid key 'LR'" in capsys.readouterr().err
+
+
 def test_cell_progress_shows_the_last_evaluation_and_a_score_of_its_own(tmp_path):
     (tmp_path / "metrics.jsonl").write_text(
         '{"iteration": 0, "eval/success": 0.025, "eval/score": 40.25}\n'

@@ -9,6 +9,9 @@ table with where their runs stand, so a sweep still running can be reported as i
 ``metrics.jsonl``: how the run spent its budget and what the swap did (``run_statistics``) — what to
 look at first when a variant loses — and a third of the same for the cells still running, as far as
 they got (to tune on, e.g. the explorer's edge over the actor).
+``--paired SWAP=true,false`` adds the differences between two values of a grid key seed by seed
+(cells that share a seed share their warm start and task draws, so the paired interval is the one
+to read when two variants are close), e.g. RSPO − plain and RSPO − control.
 """
 
 from __future__ import annotations
@@ -36,14 +39,18 @@ PERCENT_SUFFIXES = ("success", "score", "outcome", "ci_low", "ci_high", "share",
 Unit = Literal["percent", "points", "number"]
 
 
-def _show(value: float, unit: Unit) -> str:
+def _show(value: float, unit: Unit, signed: bool = False) -> str:
     if value is None or not math.isfinite(value):
         return "—"
-    return {"percent": f"{100 * value:.1f}", "points": f"{value:.1f}"}.get(unit, f"{value:.3g}")
+    sign = "+" if signed else ""
+    return {"percent": f"{100 * value:{sign}.1f}", "points": f"{value:{sign}.1f}"}.get(
+        unit, f"{value:{sign}.3g}"
+    )
 
 
-def cell_text(values: Sequence[float], unit: Unit) -> str:
-    """Every replicate, then mean [95% t-interval]; one replicate alone has no interval.
+def cell_text(values: Sequence[float], unit: Unit, signed: bool = False) -> str:
+    """Every replicate, then mean [95% t-interval]; one replicate alone has no interval. ``signed``:
+    a + on positive values (differences).
 
     >>> cell_text([0.2, 0.15, 0.25], "percent")
     '20.0 / 15.0 / 25.0 → 20.0 [7.6, 32.4]'
@@ -54,11 +61,11 @@ def cell_text(values: Sequence[float], unit: Unit) -> str:
     """
     if not any(v is not None and math.isfinite(v) for v in values):
         return "—"
-    shown = " / ".join(_show(v, unit) for v in values)
+    shown = " / ".join(_show(v, unit, signed) for v in values)
     if len(values) < 2:
         return shown
     mean, low, high = mean_ci(values)
-    return f"{shown} → {_show(mean, unit)} [{_show(low, unit)}, {_show(high, unit)}]"
+    return f"{shown} → {_show(mean, unit, signed)} [{_show(low, unit, signed)}, {_show(high, unit, signed)}]"
 
 
 def unit_of(metric: str, values: pd.Series) -> Unit:
@@ -93,6 +100,64 @@ def markdown_table(table: pd.DataFrame, by: Sequence[str], metrics: Sequence[str
         seeds = ", ".join(str(s) for s in part[SEED_KEY]) if SEED_KEY in part else str(len(part))
         cells = [cell_text(part[m].tolist(), units[m]) for m in metrics]
         lines.append("| " + " | ".join([*map(str, key), seeds, *cells]) + " |")
+    return "\n".join(lines)
+
+
+def _grid_value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def parse_pair(text: str) -> tuple[str, object, object]:
+    """``"KEY=A,B"`` (values as in a grid: JSON, else a plain string) to ``(KEY, A, B)``.
+
+    >>> parse_pair("SWAP=true,control")
+    ('SWAP', True, 'control')
+    """
+    key, sep, values = text.partition("=")
+    parts = values.split(",")
+    if not sep or not key or len(parts) != 2 or not all(parts):
+        raise ValueError(f"--paired takes KEY=A,B (e.g. SWAP=true,false), got {text!r}")
+    return key, _grid_value(parts[0]), _grid_value(parts[1])
+
+
+def paired_table(
+    table: pd.DataFrame,
+    pairs: Sequence[tuple[str, object, object]],
+    by: Sequence[str],
+    metrics: Sequence[str],
+) -> str:
+    """For each ``(key, a, b)`` and group of ``by``: ``a − b`` of every metric seed by seed (seeds
+    where both finished), then the mean difference and its 95% t-interval; rates in percentage
+    points, scores in their units. A group where no seed finished both is left out."""
+    if SEED_KEY not in table:
+        raise ValueError(f"paired differences need the grid key {SEED_KEY!r}")
+    header = [*by, "difference", "seeds", *metrics]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    units = {m: unit_of(m, table[m]) for m in metrics}
+    for key, a, b in pairs:
+        if key not in table:
+            raise ValueError(f"no grid key {key!r}; the cells have {sorted(table.columns)}")
+        label = f"{key}={json.dumps(a)} − {key}={json.dumps(b)}"
+        groups = table.groupby(list(by), sort=False, dropna=False) if by else [((), table)]
+        for group, part in groups:
+            group = group if isinstance(group, tuple) else (group,)
+            first, second = (
+                part[part[key].map(lambda v, x=x: v == x and type(v) is type(x))].set_index(SEED_KEY)
+                for x in (a, b)
+            )
+            seeds = sorted(set(first.index) & set(second.index))
+            if not seeds:
+                continue
+            cells = [
+                cell_text([first.at[s, m] - second.at[s, m] for s in seeds], units[m], signed=True)
+                for m in metrics
+            ]
+            lines.append(
+                "| " + " | ".join([*map(str, group), label, ", ".join(map(str, seeds)), *cells]) + " |"
+            )
     return "\n".join(lines)
 
 
@@ -210,7 +275,12 @@ def running_statistics(out_dir: str | Path, manifest: dict, finished: set[str]) 
     return pd.DataFrame(rows)
 
 
-def report(out_dir: str, metrics: Sequence[str] = (), statistics: bool = False) -> str:
+def report(
+    out_dir: str,
+    metrics: Sequence[str] = (),
+    statistics: bool = False,
+    paired: Sequence[tuple[str, object, object]] = (),
+) -> str:
     """The Markdown report of the sweep in ``out_dir`` (see the module docstring)."""
     manifest, rows = load_sweep(out_dir)
     total = len(manifest["cells"])
@@ -234,6 +304,9 @@ def report(out_dir: str, metrics: Sequence[str] = (), statistics: bool = False) 
                 m for m in FALLBACK_METRICS if m in table
             ]
         tables.append(markdown_table(table, [k for k in by if k in table], metrics))
+        if paired:
+            others = [k for k in by if k in table and k not in {key for key, _, _ in paired}]
+            tables.append("Paired by seed:\n\n" + paired_table(table, paired, others, metrics))
         if statistics:
             stats = sweep_statistics(out_dir, (manifest, rows))
             tables.append(markdown_table(stats, [k for k in by if k in stats], statistics_columns(stats)))
@@ -268,9 +341,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="also a table of how each run spent its budget and what the swap did (from its metrics.jsonl)",
     )
+    ap.add_argument(
+        "--paired",
+        action="append",
+        default=[],
+        metavar="KEY=A,B",
+        help="also A − B seed by seed for two values of a grid key, e.g. SWAP=true,false (repeatable)",
+    )
     args = ap.parse_args(argv)
     try:
-        print(report(args.out, args.metrics, args.statistics))
+        pairs = [parse_pair(p) for p in args.paired]
+        print(report(args.out, args.metrics, args.statistics, pairs))
     except (FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
