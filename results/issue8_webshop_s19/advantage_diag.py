@@ -48,9 +48,15 @@ def run_summary(folder: Path) -> dict:
     turns = load_turns(folder)
     last = turns["iteration"].max()
     halves = {"all": turns, "second_half": turns[turns["iteration"] > last / 2]}
-    return {
+    report = {
         span: {role: role_summary(part) for role, part in frame.groupby("role")} for span, frame in halves.items()
     }
+    # the drift: navigation's share of the steps per role in each third of the run's iterations
+    third = ((3 * (turns["iteration"] - 1)) // last).clip(upper=2)
+    nav = turns["action"].map(verb) == "navigate"
+    share = nav.groupby([turns["role"], third]).mean().unstack()
+    report["navigation_share_by_third"] = {role: row.tolist() for role, row in share.iterrows()}
+    return report
 
 
 if __name__ == "__main__":
@@ -58,6 +64,8 @@ if __name__ == "__main__":
     report = {f.name: run_summary(f) for f in folders}
     out.write_text(json.dumps(report, indent=1))
     for name, spans in report.items():
+        print(name, "navigation share by third:", {r: [round(v, 3) for v in x]
+                                                    for r, x in spans["navigation_share_by_third"].items()})
         for role, s in spans["all"].items():
             print(f"{name:48s} {role:8s} n={s['episodes']:4d} bought {s['bought']:.2f} outcome {s['mean_outcome']:.3f} "
                   f"nav {s['share_navigate']:.3f} adv nav {s['advantage_navigate']:+.3f} buy {s['advantage_buy']:+.3f} "
