@@ -1,10 +1,12 @@
 #!/bin/bash
-# issue 8, session 19: GiGPO and PPO on WebShop under session 18's GRPO protocol (results/issue8_webshop_s18):
+# issue 8, session 19: GiGPO and PPO, and GRPO's process-only and mix baselines, on WebShop under session 18's
+# GRPO protocol (results/issue8_webshop_s18):
 # partial credit as the outcome (score / 100), replay of above-mean episodes, lr 1e-4 (tuned on valid for GRPO
 # in session 17 and carried over, not re-tuned), a 7,000-env-step budget, from the session-18 warm start
 # (1,284 SFT updates; rebuilt with the command in ../issue8_webshop_s18/sweep_cell.sh).
 # Valid (40 tasks) every 5 iterations; tested once on 120 tasks of eval and eval_unseen, greedy and sampled.
-# usage: sweep_cell.sh ALGO SWAP SEED  (ALGO: gigpo or ppo; SWAP: false, true or '"control"'; one thread)
+# usage: sweep_cell.sh ALGO SWAP SEED  (ALGO: grpo, gigpo or ppo; SWAP: false, true, '"control"', '"process"'
+# or '"mix"'; one cell per call, one thread)
 WT=${SWEEP_WORKTREE:-/work/sweep_wt8}  # a frozen checkout at or after abc6605
 cd "$WT"
 export PYTHONPATH=$WT RSPO_KIT_CACHE=/work/main/.cache OMP_NUM_THREADS=1
