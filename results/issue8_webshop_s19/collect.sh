@@ -65,3 +65,51 @@ for algo, part in t.groupby("ALGO", sort=False):
         print(f"| {algo}: {name} | {', '.join(map(str, seeds))} | " + " | ".join(cells) + " |")
 PY
 cat $R/report.md $R/paired.md
+# why the control's greedy score falls (session 18's GRPO runs, and this session's GiGPO runs): the same-state probe
+# (state_probe.py: the warm start's states on 40 valid goals, each final actor's choice distribution) and the
+# navigation drift of the training episodes (advantage_diag.py, from each run's turn tables)
+for algo in grpo gigpo; do
+  S=runs/sweeps/s19_webshop_7k; [ $algo = grpo ] && S=runs/sweeps/s18_webshop_7k
+  [ -f runs/s19/state_probe_$algo.json ] || { args=""; for f in $(ls -d $S/*ALGO=${algo}__SWAP=* | grep -v "ipynb\|log\|process\|mix"); do
+    args="$args $(basename $f | sed 's/LR=0.0001__SEED=\([0-9]\)__ALGO=\([a-z]*\)__SWAP=\(.*\)/\2_\3_s\1/')=$f"; done
+    OMP_NUM_THREADS=1 .venv/bin/python $R/state_probe.py runs/s19/state_probe_$algo.json runs/s18/W_webshop_u1284/policy $args; }
+  .venv/bin/python $R/advantage_diag.py runs/s19/advantage_$algo.json \
+    $(ls -d $S/*ALGO=${algo}__SWAP=* | grep -v "ipynb\|log\|process\|mix") > /dev/null
+  cp runs/s19/state_probe_$algo.json runs/s19/advantage_$algo.json $R/
+done
+.venv/bin/python - <<'PY' > $R/mechanism.md
+import json
+from rspo_kit.experiments import mean_ci
+R = "results/issue8_webshop_s19"
+print("| algorithm | variant | seeds | P(navigate) on item pages | P(buy) on item pages | argmax is navigation "
+      "| navigation share of the actor's steps, thirds of the run | of the replayed steps |")
+print("|---|---|---|---|---|---|---|---|")
+def show(values, scale=100):
+    m, lo, hi = mean_ci([scale * v for v in values])
+    return f"{m:.1f} [{lo:.1f}, {hi:.1f}]" if len(values) > 1 else f"{m:.1f}"
+for algo in ("grpo", "gigpo"):
+    probe, drift = (json.load(open(f"{R}/{kind}_{algo}.json")) for kind in ("state_probe", "advantage"))
+    warm = probe["warm"]["item"]
+    print(f"| — | warm start | — | {100 * warm['p_navigate']:.1f} | {100 * warm['p_buy']:.1f} | "
+          f"{100 * warm['argmax_navigate']:.1f} | | |")
+    for variant in ("false", "true", "control"):
+        names = sorted(k for k in probe if k.startswith(f"{algo}_{variant}_s"))
+        runs = sorted(k for k in drift if k.endswith(f"ALGO={algo}__SWAP={variant}"))
+        if not names:
+            continue
+        item = [probe[n]["item"] for n in names]
+        thirds = lambda role: " → ".join(
+            show([drift[r]["navigation_share_by_third"][role][i] for r in runs]) for i in range(3)
+        ) if all(role in drift[r]["navigation_share_by_third"] for r in runs) else ""
+        print(f"| {algo} | {variant} | {len(names)} | {show([x['p_navigate'] for x in item])} | "
+              f"{show([x['p_buy'] for x in item])} | {show([x['argmax_navigate'] for x in item])} | "
+              f"{thirds('actor')} | {thirds('replay')} |")
+print("\nPaired by seed, control − RSPO (percentage points):\n")
+print("| algorithm | seeds | P(navigate) on item pages | argmax is navigation |\n|---|---|---|---|")
+for algo in ("grpo", "gigpo"):
+    probe = json.load(open(f"{R}/state_probe_{algo}.json"))
+    seeds = [n.rsplit("_s", 1)[1] for n in probe if n.startswith(f"{algo}_control_s") and f"{algo}_true_{n[-2:]}" in probe]
+    diff = lambda m: [probe[f"{algo}_control_s{s}"]["item"][m] - probe[f"{algo}_true_s{s}"]["item"][m] for s in seeds]
+    print(f"| {algo} | {', '.join(seeds)} | {show(diff('p_navigate'))} | {show(diff('argmax_navigate'))} |")
+PY
+cat $R/mechanism.md
