@@ -241,6 +241,11 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
     executed = (tmp_path / "06_experiments.ipynb").read_text()
     assert "| SWAP | seeds | actor_updates | explorer_steps_share |" in executed  # the runs' statistics
     assert "| explorer_success | explorer_minus_actor_success | rescued_groups |" in executed  # RSPO's swap
+    printed = "".join(
+        "".join(o.get("text", "")) for c in json.loads(executed)["cells"] for o in c.get("outputs", [])
+    )
+    assert "| difference | seeds | final_success |" in printed  # RSPO − plain, paired by seed
+    assert "| SWAP=true \u2212 SWAP=false | 0 | " in printed
 
     # summarise a sweep without running it (one still running in the background, or half done)
     (tmp_path / "summary").mkdir()
