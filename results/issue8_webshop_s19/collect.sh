@@ -84,9 +84,9 @@ R = "results/issue8_webshop_s19"
 print("| algorithm | variant | seeds | P(navigate) on item pages | P(buy) on item pages | argmax is navigation "
       "| navigation share of the actor's steps, thirds of the run | of the replayed steps |")
 print("|---|---|---|---|---|---|---|---|")
-def show(values, scale=100):
+def show(values, scale=100, sign=""):
     m, lo, hi = mean_ci([scale * v for v in values])
-    return f"{m:.1f} [{lo:.1f}, {hi:.1f}]" if len(values) > 1 else f"{m:.1f}"
+    return f"{m:{sign}.1f} [{lo:{sign}.1f}, {hi:{sign}.1f}]" if len(values) > 1 else f"{m:{sign}.1f}"
 for algo in ("grpo", "gigpo"):
     probe, drift = (json.load(open(f"{R}/{kind}_{algo}.json")) for kind in ("state_probe", "advantage"))
     warm = probe["warm"]["item"]
@@ -104,12 +104,16 @@ for algo in ("grpo", "gigpo"):
         print(f"| {algo} | {variant} | {len(names)} | {show([x['p_navigate'] for x in item])} | "
               f"{show([x['p_buy'] for x in item])} | {show([x['argmax_navigate'] for x in item])} | "
               f"{thirds('actor')} | {thirds('replay')} |")
-print("\nPaired by seed, control − RSPO (percentage points):\n")
-print("| algorithm | seeds | P(navigate) on item pages | argmax is navigation |\n|---|---|---|---|")
+print("\nPaired by seed on the same states (percentage points):\n")
+print("| algorithm | difference | seeds | P(navigate) on item pages | argmax is navigation | argmax is buy |")
+print("|---|---|---|---|---|---|")
 for algo in ("grpo", "gigpo"):
     probe = json.load(open(f"{R}/state_probe_{algo}.json"))
-    seeds = [n.rsplit("_s", 1)[1] for n in probe if n.startswith(f"{algo}_control_s") and f"{algo}_true_{n[-2:]}" in probe]
-    diff = lambda m: [probe[f"{algo}_control_s{s}"]["item"][m] - probe[f"{algo}_true_s{s}"]["item"][m] for s in seeds]
-    print(f"| {algo} | {', '.join(seeds)} | {show(diff('p_navigate'))} | {show(diff('argmax_navigate'))} |")
+    for a, b in (("control", "true"), ("control", "false"), ("true", "false")):
+        seeds = [n.rsplit("_s", 1)[1] for n in probe if n.startswith(f"{algo}_{a}_s")]
+        seeds = [s for s in seeds if f"{algo}_{b}_s{s}" in probe]
+        diff = lambda m: [probe[f"{algo}_{a}_s{s}"]["item"][m] - probe[f"{algo}_{b}_s{s}"]["item"][m] for s in seeds]
+        print(f"| {algo} | {a} − {b} | {', '.join(seeds)} | {show(diff('p_navigate'), sign='+')} | "
+              f"{show(diff('argmax_navigate'), sign='+')} | {show(diff('argmax_buy'), sign='+')} |")
 PY
 cat $R/mechanism.md

@@ -1,8 +1,9 @@
 """Where trained WebShop actors put their probability on the same states: the warm start's own episodes on 40
 valid goals (greedy and sampled), and each policy's choice distribution over the candidates of every state.
 Per page kind (item page: `click[buy now]` is a candidate; results page: it is not, `click[next >]` is), the mean
-probability of navigation (prev / next / back to search), of buying, and the share of states whose argmax is a
-navigation click: the greedy loops seen in session 18, measured state by state without the drift of an episode.
+probability of navigation (prev / next / back to search), of buying and of other clicks (options, products), and
+the share of states whose argmax is each of them (and the argmax per state): what a greedy policy does on a page,
+measured state by state without the drift of an episode.
 
 usage: state_probe.py OUT.json WARM_POLICY NAME=FOLDER ...   (a saved policy or a training run's folder; one thread)
 """
@@ -57,8 +58,13 @@ def probe(policy: Policy, rows: list[dict]) -> dict:
         picked = [(r, lp.log_softmax(-1).exp()) for r, lp in zip(rows, lps) if r["page"] == page]
         mass = {v: sum(float(p[[i for i, x in enumerate(r["verbs"]) if x == v]].sum()) for r, p in picked) / len(picked)
                 for v in ("navigate", "buy", "click")}
-        top_nav = sum(r["verbs"][int(p.argmax())] == "navigate" for r, p in picked) / len(picked)
-        report[page] = {"states": len(picked), **{f"p_{v}": m for v, m in mass.items()}, "argmax_navigate": top_nav}
+        top = [r["verbs"][int(p.argmax())] for r, p in picked]
+        report[page] = {
+            "states": len(picked),
+            **{f"p_{v}": m for v, m in mass.items()},
+            **{f"argmax_{v}": top.count(v) / len(top) for v in ("navigate", "buy", "click")},
+            "argmax": top,  # per state, in order: compare policies state by state
+        }
     return report
 
 
@@ -72,7 +78,7 @@ def main(out: str, warm: str, *named: str) -> None:
         policy = trained_actor(folder) if (Path(folder) / "latest").exists() else Policy.load(folder)
         report[name] = probe(policy, rows)
     for name, r in report.items():
-        print(name, json.dumps(r))
+        print(name, json.dumps({page: {k: v for k, v in x.items() if k != "argmax"} for page, x in r.items()}))
     Path(out).write_text(json.dumps(report, indent=1))
 
 
