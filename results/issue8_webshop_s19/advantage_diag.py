@@ -12,17 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from rspo_kit.records.tables import load_turns
-
-
-def verb(action: str) -> str:
-    a = action.lower()
-    if a.startswith("search["):
-        return "search"
-    if a.startswith("click[buy"):
-        return "buy"
-    if a.startswith(("click[< prev", "click[next >", "click[back to search")):
-        return "navigate"
-    return "click"
+from state_probe import verb  # the same verbs (this folder is on the path when run as a script)
 
 
 def role_summary(turns: pd.DataFrame) -> dict:

@@ -9,7 +9,8 @@ W=results/issue8_webshop_s18  # the same warm start (rebuilt bit for bit; its 12
 mkdir -p $R
 M="final_eval_score final_eval_unseen_score final_eval_success final_eval_unseen_success"
 M="$M final_sampled_eval_score final_sampled_eval_unseen_score final_sampled_eval_success final_sampled_eval_unseen_success"
-.venv/bin/python -m rspo_kit.experiments.report $OUT --statistics --metrics $M > $R/report.md
+.venv/bin/python -m rspo_kit.experiments.report $OUT --statistics --metrics $M \
+  --paired SWAP=true,false --paired SWAP=true,control --paired SWAP=control,false > $R/report.md
 .venv/bin/papermill -k rspo-kit notebooks/06_experiments.ipynb $R/06_experiments.ipynb --cwd . \
   -p OUT $OUT -p RUN_CELLS False -p INTERACTIVE False -p METRIC final_eval_score -p CURVE curve_score \
   -y '{"GRID": {"LR": [0.0001], "SEED": [0, 1, 2], "ALGO": ["gigpo", "ppo"], "SWAP": [false, true, "control"]},
@@ -38,7 +39,7 @@ for cell in manifest["cells"]:
     frames.append(m[[c for c in keep if c in m]].assign(run=cell))
 pd.concat(frames, ignore_index=True).to_csv(f"{R}/metrics.csv", index=False)
 PY
-# paired differences per seed (same seed, same warm start), per algorithm: RSPO − plain, RSPO − control, X − warm start
+# each variant against the warm start, per seed (RSPO − plain and RSPO − control, paired: report.md)
 .venv/bin/python - <<'PY' > $R/paired.md
 import json
 import pandas as pd
@@ -47,22 +48,27 @@ R, W = "results/issue8_webshop_s19", "results/issue8_webshop_s18"
 t = pd.read_csv(f"{R}/results.csv").assign(SWAP=lambda d: d["SWAP"].astype(str).str.lower())
 warm = {f"final{'_sampled' if m == 'sampled' else ''}_{s}_score": json.load(open(f"{W}/warm_start_{s}_{m}.json"))["mean_score"]
         for s in ("eval", "eval_unseen") for m in ("greedy", "sampled")}
-print("| paired difference (score points) | seeds | " + " | ".join(warm) + " |")
+print("| difference (score points) | seeds | " + " | ".join(warm) + " |")
 print("|---|---|" + "---|" * len(warm))
-for algo, part in t.groupby("ALGO", sort=False):
-    by = {v: p.set_index("SEED") for v, p in part.groupby("SWAP")}
-    for name, a, b in (("RSPO − plain", "true", "false"), ("RSPO − control", "true", "control"),
-                       ("plain − warm start", "false", None), ("RSPO − warm start", "true", None),
-                       ("control − warm start", "control", None)):
-        if a not in by or (b and b not in by):
+for (algo, swap), part in t.groupby(["ALGO", "SWAP"], sort=False):
+    cells = []
+    for metric in warm:
+        m, lo, hi = mean_ci([v - warm[metric] for v in part[metric]])
+        cells.append(f"{m:+.1f} [{lo:+.1f}, {hi:+.1f}]")
+    print(f"| {algo}, SWAP={swap} − warm start | {', '.join(map(str, part['SEED']))} | " + " | ".join(cells) + " |")
+# GRPO's process-only and mix baselines against session 18's plain GRPO and RSPO, same protocol, seed by seed
+s18 = pd.read_csv(f"{W}/results.csv").assign(SWAP=lambda d: d["SWAP"].astype(str).str.lower()).set_index(["SWAP", "SEED"])
+for swap in ("process", "mix"):
+    part = t[(t["ALGO"] == "grpo") & (t["SWAP"] == swap)].set_index("SEED")
+    for other in ("false", "true"):
+        seeds = [s for s in part.index if (other, s) in s18.index]
+        if not seeds:
             continue
-        seeds = sorted(set(by[a].index) & (set(by[b].index) if b else set(by[a].index)))
         cells = []
         for metric in warm:
-            diff = [by[a].loc[s, metric] - (by[b].loc[s, metric] if b else warm[metric]) for s in seeds]
-            m, lo, hi = mean_ci(diff)
+            m, lo, hi = mean_ci([part.at[s, metric] - s18.at[(other, s), metric] for s in seeds])
             cells.append(f"{m:+.1f} [{lo:+.1f}, {hi:+.1f}]")
-        print(f"| {algo}: {name} | {', '.join(map(str, seeds))} | " + " | ".join(cells) + " |")
+        print(f"| grpo, SWAP={swap} − SWAP={other} (session 18) | {', '.join(map(str, seeds))} | " + " | ".join(cells) + " |")
 PY
 cat $R/report.md $R/paired.md
 # why the control's greedy score falls (session 18's GRPO runs, and this session's GiGPO runs): the same-state probe
