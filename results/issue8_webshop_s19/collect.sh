@@ -93,11 +93,11 @@ print("|---|---|---|---|---|---|---|---|")
 def show(values, scale=100, sign=""):
     m, lo, hi = mean_ci([scale * v for v in values])
     return f"{m:{sign}.1f} [{lo:{sign}.1f}, {hi:{sign}.1f}]" if len(values) > 1 else f"{m:{sign}.1f}"
+warm = json.load(open(f"{R}/state_probe_grpo.json"))["warm"]["item"]  # the same states for every algorithm
+print(f"| — | warm start | — | {100 * warm['p_navigate']:.1f} | {100 * warm['p_buy']:.1f} | "
+      f"{100 * warm['argmax_navigate']:.1f} | | |")
 for algo in ("grpo", "gigpo"):
     probe, drift = (json.load(open(f"{R}/{kind}_{algo}.json")) for kind in ("state_probe", "advantage"))
-    warm = probe["warm"]["item"]
-    print(f"| — | warm start | — | {100 * warm['p_navigate']:.1f} | {100 * warm['p_buy']:.1f} | "
-          f"{100 * warm['argmax_navigate']:.1f} | | |")
     for variant in ("false", "true", "control"):
         names = sorted(k for k in probe if k.startswith(f"{algo}_{variant}_s"))
         runs = sorted(k for k in drift if k.endswith(f"ALGO={algo}__SWAP={variant}"))
