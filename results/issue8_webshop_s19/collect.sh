@@ -83,6 +83,12 @@ for algo in grpo gigpo; do
     $(ls -d $S/*ALGO=${algo}__SWAP=* | grep -v "ipynb\|log\|process\|mix") > /dev/null
   cp runs/s19/state_probe_$algo.json runs/s19/advantage_$algo.json $R/
 done
+# the process-only and mix baselines on the same states
+S=runs/sweeps/s19_webshop_7k
+[ -f runs/s19/state_probe_baselines.json ] || { args=""; for f in $(ls -d $S/*ALGO=grpo__SWAP=* | grep -v "ipynb\|log"); do
+  args="$args $(basename $f | sed 's/LR=0.0001__SEED=\([0-9]\)__ALGO=\([a-z]*\)__SWAP=\(.*\)/\2_\3_s\1/')=$f"; done
+  OMP_NUM_THREADS=1 .venv/bin/python $R/state_probe.py runs/s19/state_probe_baselines.json runs/s18/W_webshop_u1284/policy $args; }
+cp runs/s19/state_probe_baselines.json $R/
 .venv/bin/python - <<'PY' > $R/mechanism.md
 import json
 from rspo_kit.experiments import mean_ci
@@ -110,6 +116,12 @@ for algo in ("grpo", "gigpo"):
         print(f"| {algo} | {variant} | {len(names)} | {show([x['p_navigate'] for x in item])} | "
               f"{show([x['p_buy'] for x in item])} | {show([x['argmax_navigate'] for x in item])} | "
               f"{thirds('actor')} | {thirds('replay')} |")
+base = json.load(open(f"{R}/state_probe_baselines.json"))
+for variant in ("process", "mix"):
+    item = [base[n]["item"] for n in sorted(base) if n.startswith(f"grpo_{variant}_s")]
+    if item:
+        print(f"| grpo | {variant} | {len(item)} | {show([x['p_navigate'] for x in item])} | "
+              f"{show([x['p_buy'] for x in item])} | {show([x['argmax_navigate'] for x in item])} | | |")
 print("\nPaired by seed on the same states (percentage points):\n")
 print("| algorithm | difference | seeds | P(navigate) on item pages | argmax is navigation | argmax is buy |")
 print("|---|---|---|---|---|---|")
