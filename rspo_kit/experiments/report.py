@@ -26,7 +26,7 @@ from typing import Literal
 
 import pandas as pd
 
-from rspo_kit.experiments.sweep import SEED_KEY, cell_progress, load_sweep, mean_ci
+from rspo_kit.experiments.sweep import SEED_KEY, cell_progress, load_sweep, mean_ci, parse_value
 from rspo_kit.records import load_metrics
 
 # what to report when no metrics are named: the test splits of issue 8's protocol, else the last eval
@@ -103,15 +103,8 @@ def markdown_table(table: pd.DataFrame, by: Sequence[str], metrics: Sequence[str
     return "\n".join(lines)
 
 
-def _grid_value(text: str):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
 def parse_pair(text: str) -> tuple[str, object, object]:
-    """``"KEY=A,B"`` (values as in a grid: JSON, else a plain string) to ``(KEY, A, B)``.
+    """``"KEY=A,B"`` (values as in a grid, read by ``parse_value``) to ``(KEY, A, B)``.
 
     >>> parse_pair("SWAP=true,control")
     ('SWAP', True, 'control')
@@ -120,7 +113,7 @@ def parse_pair(text: str) -> tuple[str, object, object]:
     parts = values.split(",")
     if not sep or not key or len(parts) != 2 or not all(parts):
         raise ValueError(f"--paired takes KEY=A,B (e.g. SWAP=true,false), got {text!r}")
-    return key, _grid_value(parts[0]), _grid_value(parts[1])
+    return key, parse_value(parts[0]), parse_value(parts[1])
 
 
 def paired_table(

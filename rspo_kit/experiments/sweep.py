@@ -635,8 +635,8 @@ def write_figure_html(spec: Mapping, path: Path, table: pd.DataFrame | None = No
 
 
 # ------------------------------------------------------------------------------------------- CLI
-def _value(text: str) -> Any:
-    """A -p value: JSON or a Python literal if it parses as one, else the string itself."""
+def parse_value(text: str) -> Any:
+    """A grid or -p value given as text: JSON or a Python literal if it parses as one, else the text."""
     for parse in (json.loads, ast.literal_eval):
         try:
             return parse(text)
@@ -688,7 +688,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.notebook,
             grid,
             args.out,
-            parameters={k: _value(v) for k, v in args.parameter},
+            parameters={k: parse_value(v) for k, v in args.parameter},
             workers=args.workers,
             kernel_name=args.kernel,
             timeout_s=args.timeout,
