@@ -223,6 +223,7 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
             **{"WARMSTART": False, "EVAL_N": 2, "EVAL_EVERY": 1, "MAX_STEPS": 6, "THREADS": 1},
             "EXPLORER_UPDATES": 2,  # RSPO's explorer only: the plain cell has none
             "REPLAY_FILTER": "outcome_above_mean",
+            **{"REPLAY_RATIO": 1.0, "OFFPOLICY_WEIGHT": "none"},  # the ablations' knobs reach the config
         },
         OUT=str(out),
         WORKERS=1,
@@ -238,6 +239,7 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
     }
     assert (swaps["true"]["explorer_updates"], swaps["false"]["explorer_updates"]) == (2, 1)
     assert swaps["true"]["replay_filter"] == "outcome_above_mean"
+    assert (swaps["true"]["replay_ratio"], swaps["true"]["offpolicy_weight"]) == (1.0, "none")
     executed = (tmp_path / "06_experiments.ipynb").read_text()
     assert "| SWAP | seeds | actor_updates | explorer_steps_share |" in executed  # the runs' statistics
     assert "| explorer_success | explorer_minus_actor_success | rescued_groups |" in executed  # RSPO's swap

@@ -97,6 +97,8 @@ def test_mixed_groups_add_round_ratio_g_replayed_per_task():
     assert all(t.source == "explorer" for t in buf.items())  # the stored copies are untouched
     again, _ = mixed_groups(actor, buf, 0.25, 8, random.Random(0))
     assert [t.i for t in again] == [t.i for t in mixed]  # seeded: reproducible
+    alone, off = mixed_groups(actor, buf, 0.0, 8, random.Random(0))  # replay off: the actor's groups only
+    assert [t.i for t in alone] == [t.i for t in actor] and not any(off)
 
 
 def test_swap_metrics_count_rescued_groups():
