@@ -311,7 +311,9 @@ def test_committed_notebooks_are_stripped_and_tidy(path):
     assert "INTERACTIVE = True" in tagged[0].source
     assert 'PRESET = "tiny"' in tagged[0].source or "PRESET" not in tagged[0].source
     # papermill reads every parameter (a comment with "=" in it hides its line from -p and --help-notebook)
-    assigned = [t.id for n in ast.parse(tagged[0].source).body if isinstance(n, ast.Assign) for t in n.targets]
+    assigned = [
+        t.id for n in ast.parse(tagged[0].source).body if isinstance(n, ast.Assign) for t in n.targets
+    ]
     assert set(assigned) == set(papermill.inspect_notebook(str(path)))
     # thin cells; no cell waits for a widget; the last cell records the results
     for cell in code[2:]:
