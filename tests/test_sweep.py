@@ -186,11 +186,12 @@ def test_mean_ci_and_summary():
     assert (a["n"], a["mean"]) == (2, 2.0) and a["ci_low"] < 2.0 < a["ci_high"]
 
 
-def _fake_sweep(out: Path, grid: dict, results: dict[str, dict]) -> None:
-    """A sweep folder whose named cells finished with the given results; the others never ran."""
+def _fake_sweep(out: Path, grid: dict, results: dict[str, dict], **manifest) -> None:
+    """A sweep folder whose named cells finished with the given results; the others never ran.
+    ``manifest``: more of its manifest, e.g. the fixed ``parameters`` and the ``notebook``."""
     out.mkdir()
     cells = {c.name: c.params for c in plan(grid, out)}
-    (out / "sweep.json").write_text(json.dumps({"keys": list(grid), "cells": cells}))
+    (out / "sweep.json").write_text(json.dumps({"keys": list(grid), "cells": cells} | manifest))
     for name, values in results.items():
         nb = nbformat.v4.new_notebook()
         cell = nbformat.v4.new_code_cell("")
@@ -280,6 +281,55 @@ def test_paired_report_differences_seed_by_seed_per_algorithm(tmp_path, capsys):
     assert "--paired takes KEY=A,B" in capsys.readouterr().err
     assert report_main([*args, "--paired", "LR=1,2"]) == 2
     assert "no grid key 'LR'" in capsys.readouterr().err
+
+
+def test_report_reads_several_folders_as_one_sweep(tmp_path, capsys):
+    from rspo_kit.experiments.report import main as report_main
+
+    # a sweep, then an ablation of it in a second folder: a new knob, whose default the notebook says
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("SWAP = True\nREPLAY_RATIO = None\nLR = 0.0")]
+    notebook.cells[0].metadata["tags"] = ["parameters"]
+    nbformat.write(notebook, tmp_path / "04.ipynb")
+    fixed = {"notebook": str(tmp_path / "04.ipynb"), "parameters": {"LR": 0.0001}}
+    first = {
+        f"SEED={s}__SWAP={v}": {"final_eval_score": 40.0 + s + 2 * (v == "true")}
+        for s in (0, 1, 2)
+        for v in ("true", "false")
+    }
+    _fake_sweep(tmp_path / "a", {"SEED": [0, 1, 2], "SWAP": [True, False]}, first, **fixed)
+    later = {f"SEED={s}__SWAP=true__REPLAY_RATIO=0.0": {"final_eval_score": 39.0 + 2 * s} for s in (0, 1)}
+    _fake_sweep(tmp_path / "b", {"SEED": [0, 1, 2], "SWAP": [True], "REPLAY_RATIO": [0.0]}, later, **fixed)
+    folders = [str(tmp_path / "a"), str(tmp_path / "b")]
+    assert report_main([*folders, "--metrics", "final_eval_score", "--paired", "REPLAY_RATIO=0.0,null"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert (
+        lines[0] == "| SWAP | REPLAY_RATIO | seeds | final_eval_score |"
+    )  # the default: the notebook's None
+    assert lines[2] == "| True | None | 0, 1, 2 | 42.0 / 43.0 / 44.0 → 43.0 [40.5, 45.5] |"
+    assert lines[3] == "| False | None | 0, 1, 2 | 40.0 / 41.0 / 42.0 → 41.0 [38.5, 43.5] |"
+    assert lines[4] == "| True | 0.0 | 0, 1 | 39.0 / 41.0 → 40.0 [27.3, 52.7] |"
+    paired = lines[lines.index("Paired by seed:") + 2 :]
+    assert (
+        paired[2]
+        == "| True | REPLAY_RATIO=0.0 − REPLAY_RATIO=null | 0, 1 | -3.0 / -2.0 → -2.5 [-8.9, +3.9] |"
+    )
+    assert lines[-2:] == [
+        f"8 of 9 cells finished ({', '.join(folders)})",
+        "- SEED=2__SWAP=true__REPLAY_RATIO=0.0: not started",
+    ]
+    # a protocol that differs between the folders becomes a column instead of being pooled unseen
+    _fake_sweep(
+        tmp_path / "c", {"SEED": [3], "SWAP": [True]}, {"SEED=3__SWAP=true": {"final_eval_score": 50.0}}
+    )
+    assert report_main([folders[0], str(tmp_path / "c"), "--metrics", "final_eval_score"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert (
+        lines[0] == "| SWAP | LR | seeds | final_eval_score |"
+    )  # c ran at the notebook's LR (unreadable: None)
+    assert lines[2].startswith("| True | 0.0001 | 0, 1, 2 | ") and lines[4] == "| True | None | 3 | 50.0 |"
+    assert report_main([folders[0], folders[0]]) == 2  # the same cells twice
+    assert "is in both" in capsys.readouterr().err
 
 
 def test_cell_progress_shows_the_last_evaluation_and_a_score_of_its_own(tmp_path):

@@ -12,17 +12,21 @@ they got (to tune on, e.g. the explorer's edge over the actor).
 ``--paired SWAP=true,false`` adds the differences between two values of a grid key seed by seed
 (cells that share a seed share their warm start and task draws, so the paired interval is the one
 to read when two variants are close), e.g. RSPO − plain and RSPO − control.
+Several folders are read as one sweep (``report OUT OUT2``): seeds or a new knob added later, in a
+second folder with a later checkout (``pooled_sweep``).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import contextlib
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -95,12 +99,26 @@ def markdown_table(table: pd.DataFrame, by: Sequence[str], metrics: Sequence[str
     table = table.sort_values(order, kind="stable")  # seeds in order; groups in the order of the rows
     units = {m: unit_of(m, table[m]) for m in metrics}  # one unit per column, over all its groups
     groups = table.groupby(list(by), sort=False, dropna=False) if by else [((), table)]
-    for key, part in groups:
-        key = key if isinstance(key, tuple) else (key,)
+    for _, part in groups:
+        key = _group_values(part, by)
         seeds = ", ".join(str(s) for s in part[SEED_KEY]) if SEED_KEY in part else str(len(part))
         cells = [cell_text(part[m].tolist(), units[m]) for m in metrics]
         lines.append("| " + " | ".join([*map(str, key), seeds, *cells]) + " |")
     return "\n".join(lines)
+
+
+def _group_values(part: pd.DataFrame, by: Sequence[str]) -> tuple:
+    """A group's values of ``by`` as the cells have them (pandas names a group of None values NaN)."""
+    return tuple(part[k].iloc[0] for k in by)
+
+
+def _frame(rows: Sequence[Mapping], keys: Sequence[str]) -> pd.DataFrame:
+    """Rows as a table whose grid-key columns keep the cells' values (None stays None, not NaN)."""
+    table = pd.DataFrame(list(rows))
+    for k in keys:
+        if k in table:
+            table[k] = pd.Series([r.get(k) for r in rows], index=table.index, dtype=object)
+    return table
 
 
 def parse_pair(text: str) -> tuple[str, object, object]:
@@ -135,8 +153,8 @@ def paired_table(
             raise ValueError(f"no grid key {key!r}; the cells have {sorted(table.columns)}")
         label = f"{key}={json.dumps(a)} − {key}={json.dumps(b)}"
         groups = table.groupby(list(by), sort=False, dropna=False) if by else [((), table)]
-        for group, part in groups:
-            group = group if isinstance(group, tuple) else (group,)
+        for _, part in groups:
+            group = _group_values(part, by)
             first, second = (
                 part[part[key].map(lambda v, x=x: v == x and type(v) is type(x))].set_index(SEED_KEY)
                 for x in (a, b)
@@ -234,16 +252,23 @@ def _mean_difference(explorer: pd.Series, actor: pd.Series) -> float:
     return float(edge.mean()) if len(edge) else math.nan
 
 
-def sweep_statistics(out_dir: str | Path, loaded: tuple[dict, list[dict]] | None = None) -> pd.DataFrame:
+def sweep_statistics(
+    out_dir: str | Path,
+    loaded: tuple[dict, list[dict]] | None = None,
+    folders: Mapping[str, Path] | None = None,
+) -> pd.DataFrame:
     """One row per finished cell of a sweep: its name, grid values and ``run_statistics`` of its run
-    (``loaded``: what ``load_sweep(out_dir)`` returned, if the caller has it already)."""
+    (``loaded``: what ``load_sweep(out_dir)`` returned, if the caller has it already; ``folders``:
+    each cell's run folder where it is not ``out_dir / cell``, as ``pooled_sweep`` returns them)."""
     manifest, rows = loaded or load_sweep(out_dir)
-    return pd.DataFrame(
+    folders = folders or {name: Path(out_dir) / name for name in manifest["cells"]}
+    return _frame(
         [
             {"cell": r["cell"], **manifest["cells"][r["cell"]]}
-            | run_statistics(load_metrics(Path(out_dir) / r["cell"]))
+            | run_statistics(load_metrics(folders[r["cell"]]))
             for r in rows
-        ]
+        ],
+        manifest["keys"],
     )
 
 
@@ -252,34 +277,93 @@ def statistics_columns(stats: pd.DataFrame) -> list[str]:
     return [k for k in STATISTICS if k in stats and stats[k].notna().any()]
 
 
-def running_statistics(out_dir: str | Path, manifest: dict, finished: set[str]) -> pd.DataFrame:
+def running_statistics(folders: Mapping[str, Path], manifest: dict, finished: set[str]) -> pd.DataFrame:
     """``run_statistics`` so far of the cells that have started and not finished (tuning mid-run)."""
     rows = []
     for name, params in manifest["cells"].items():
         if name in finished:
             continue
         try:
-            metrics = load_metrics(Path(out_dir) / name)
+            metrics = load_metrics(folders[name])
         except (FileNotFoundError, ValueError):  # not started, or caught halfway through writing a row
             continue
         if "iteration" not in metrics:  # has logged nothing yet
             continue
         rows.append({"cell": name, **params} | run_statistics(metrics))
-    return pd.DataFrame(rows)
+    return _frame(rows, manifest["keys"])
+
+
+def _notebook_defaults(notebook: str | None) -> dict[str, Any]:
+    """The literal values of a sweep notebook's parameters cell; {} if it cannot be read from here."""
+    if not notebook or not Path(notebook).is_file():
+        return {}
+    cells = json.loads(Path(notebook).read_text())["cells"]
+    tagged = [c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    defaults = {}
+    for node in ast.parse("".join(tagged[0]["source"]) if tagged else "").body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            with contextlib.suppress(ValueError, SyntaxError):
+                defaults[node.targets[0].id] = ast.literal_eval(node.value)
+    return defaults
+
+
+def pooled_sweep(out_dirs: Sequence[str | Path]) -> tuple[dict, list[dict], dict[str, Path]]:
+    """Several sweep folders read as one: the manifest, the finished cells' rows (as ``load_sweep``)
+    and each cell's run folder.
+
+    A cell's value of a key its folder did not vary is the one it ran with: the folder's fixed
+    parameter (``-p``), else the notebook's default (None if the notebook cannot be read). Such a key
+    joins the grid keys where the folders differ in it, so a change of protocol shows as a column
+    instead of pooling unlike runs. A cell name found in two folders is an error.
+    """
+    loaded = [(Path(d), *load_sweep(d)) for d in out_dirs]
+    if len(loaded) == 1:
+        out, manifest, rows = loaded[0]
+        return manifest, rows, {name: out / name for name in manifest["cells"]}
+    grid_keys = list(dict.fromkeys(k for _, m, _ in loaded for k in m["keys"]))
+    fixed_keys = list(dict.fromkeys(k for _, m, _ in loaded for k in m.get("parameters", {})))
+    defaults = {n: _notebook_defaults(n) for n in {m.get("notebook") for _, m, _ in loaded}}
+
+    def ran_with(manifest: dict, params: dict, key: str) -> Any:
+        if key in manifest["keys"]:
+            return params.get(key)
+        return manifest.get("parameters", {}).get(key, defaults[manifest.get("notebook")].get(key))
+
+    differing = [
+        k
+        for k in fixed_keys
+        if k not in grid_keys and len({json.dumps(ran_with(m, {}, k), default=str) for _, m, _ in loaded}) > 1
+    ]
+    keys = [*grid_keys, *differing]
+    cells: dict[str, dict] = {}
+    folders: dict[str, Path] = {}
+    pooled_rows = []
+    for out, manifest, rows in loaded:
+        for name, params in manifest["cells"].items():
+            if name in cells:
+                raise ValueError(
+                    f"cell {name} is in both {folders[name].parent} and {out}: pool distinct cells"
+                )
+            cells[name], folders[name] = {k: ran_with(manifest, params, k) for k in keys}, out / name
+        pooled_rows += [r | cells[r["cell"]] for r in rows]
+    common = {k: v for k, v in loaded[0][1].get("parameters", {}).items() if k not in differing}
+    return {"keys": keys, "cells": cells, "parameters": common}, pooled_rows, folders
 
 
 def report(
-    out_dir: str,
+    out_dirs: str | Path | Sequence[str | Path],
     metrics: Sequence[str] = (),
     statistics: bool = False,
     paired: Sequence[tuple[str, object, object]] = (),
 ) -> str:
-    """The Markdown report of the sweep in ``out_dir`` (see the module docstring)."""
-    manifest, rows = load_sweep(out_dir)
+    """The Markdown report of the sweep in ``out_dirs``, one folder or several read as one sweep
+    (``pooled_sweep``; see the module docstring)."""
+    out_dirs = [out_dirs] if isinstance(out_dirs, (str, Path)) else list(out_dirs)
+    manifest, rows, folders = pooled_sweep(out_dirs)
     total = len(manifest["cells"])
     finished = {r["cell"] for r in rows}
     unfinished = [
-        f"- {name}: {cell_progress(Path(out_dir) / name) or 'not started'}"
+        f"- {name}: {cell_progress(folders[name]) or 'not started'}"
         for name in manifest["cells"]
         if name not in finished
     ]
@@ -291,7 +375,7 @@ def report(
     by = [k for k in manifest["keys"] if k != SEED_KEY and len(values[k]) > 1]
     tables = []
     if rows:
-        table = pd.DataFrame(rows)
+        table = _frame(rows, manifest["keys"])
         if not metrics:
             metrics = [m for m in DEFAULT_METRICS if m in table] or [
                 m for m in FALLBACK_METRICS if m in table
@@ -301,18 +385,19 @@ def report(
             others = [k for k in by if k in table and k not in {key for key, _, _ in paired}]
             tables.append("Paired by seed:\n\n" + paired_table(table, paired, others, metrics))
         if statistics:
-            stats = sweep_statistics(out_dir, (manifest, rows))
+            stats = sweep_statistics(out_dirs[0], (manifest, rows), folders)
             tables.append(markdown_table(stats, [k for k in by if k in stats], statistics_columns(stats)))
-    running = running_statistics(out_dir, manifest, finished) if statistics else pd.DataFrame()
+    running = running_statistics(folders, manifest, finished) if statistics else pd.DataFrame()
     if len(running):
         keys = [k for k in by if k in running] or ["cell"]
         tables.append(
             "Not finished, so far:\n\n" + markdown_table(running, keys, statistics_columns(running))
         )
+    where = ", ".join(map(str, out_dirs))
     note = (
-        f"{len(rows)} of {total} cells finished ({out_dir})"
+        f"{len(rows)} of {total} cells finished ({where})"
         if rows
-        else f"{out_dir}: none of {total} cells has finished yet"
+        else f"{where}: none of {total} cells has finished yet"
     )
     return "\n".join(["\n\n".join([*tables, note]), *unfinished])
 
@@ -322,7 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m rspo_kit.experiments.report",
         description="Print a sweep's results as a Markdown table: every seed, mean and 95%% t-interval.",
     )
-    ap.add_argument("out", help="the sweep's output folder")
+    ap.add_argument("out", nargs="+", help="the sweep's output folder; several are read as one sweep")
     ap.add_argument(
         "--metrics",
         nargs="+",
