@@ -328,6 +328,19 @@ def test_report_reads_several_folders_as_one_sweep(tmp_path, capsys):
         lines[0] == "| SWAP | LR | seeds | final_eval_score |"
     )  # c ran at the notebook's LR (unreadable: None)
     assert lines[2].startswith("| True | 0.0001 | 0, 1, 2 | ") and lines[4] == "| True | None | 3 | 50.0 |"
+    # one folder whose later grid added a key: its earlier cells ran with the notebook's default
+    later = {"SEED=0__SWAP=false__REPLAY_RATIO=0.0": {"final_eval_score": 35.0}}
+    _fake_sweep(tmp_path / "d", {"SEED": [0], "SWAP": [False], "REPLAY_RATIO": [0.0]}, later, **fixed)
+    sweep = json.loads((tmp_path / "d" / "sweep.json").read_text())
+    sweep["cells"]["SEED=0__SWAP=false"] = {"SEED": 0, "SWAP": False}  # the first grid's cell
+    (tmp_path / "d" / "sweep.json").write_text(json.dumps(sweep))
+    _fake_sweep(
+        tmp_path / "e", {"SEED": [0], "SWAP": [False]}, {"SEED=0__SWAP=false": {"final_eval_score": 41.0}}
+    )
+    (tmp_path / "e" / "SEED=0__SWAP=false.ipynb").rename(tmp_path / "d" / "SEED=0__SWAP=false.ipynb")
+    assert report_main([str(tmp_path / "d"), "--metrics", "final_eval_score"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2:4] == ["| 0.0 | 0 | 35.0 |", "| None | 0 | 41.0 |"]  # REPLAY_RATIO; not NaN
     assert report_main([folders[0], folders[0]]) == 2  # the same cells twice
     assert "is in both" in capsys.readouterr().err
 

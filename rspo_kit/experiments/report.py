@@ -308,25 +308,23 @@ def _notebook_defaults(notebook: str | None) -> dict[str, Any]:
 
 
 def pooled_sweep(out_dirs: Sequence[str | Path]) -> tuple[dict, list[dict], dict[str, Path]]:
-    """Several sweep folders read as one: the manifest, the finished cells' rows (as ``load_sweep``)
-    and each cell's run folder.
+    """One or several sweep folders read as one sweep: the manifest, the finished cells' rows (as
+    ``load_sweep``) and each cell's run folder.
 
-    A cell's value of a key its folder did not vary is the one it ran with: the folder's fixed
-    parameter (``-p``), else the notebook's default (None if the notebook cannot be read). Such a key
-    joins the grid keys where the folders differ in it, so a change of protocol shows as a column
-    instead of pooling unlike runs. A cell name found in two folders is an error.
+    A cell's value of a key it did not vary (a key another folder varies, or a later grid of its own
+    folder added) is the one it ran with: its folder's fixed parameter (``-p``), else the notebook's
+    default (None if the notebook cannot be read from here). A fixed key joins the grid keys where the
+    folders differ in it, so a change of protocol shows as a column instead of pooling unlike runs. A
+    cell name found in two folders is an error.
     """
     loaded = [(Path(d), *load_sweep(d)) for d in out_dirs]
-    if len(loaded) == 1:
-        out, manifest, rows = loaded[0]
-        return manifest, rows, {name: out / name for name in manifest["cells"]}
     grid_keys = list(dict.fromkeys(k for _, m, _ in loaded for k in m["keys"]))
     fixed_keys = list(dict.fromkeys(k for _, m, _ in loaded for k in m.get("parameters", {})))
     defaults = {n: _notebook_defaults(n) for n in {m.get("notebook") for _, m, _ in loaded}}
 
     def ran_with(manifest: dict, params: dict, key: str) -> Any:
-        if key in manifest["keys"]:
-            return params.get(key)
+        if key in params:
+            return params[key]
         return manifest.get("parameters", {}).get(key, defaults[manifest.get("notebook")].get(key))
 
     differing = [
@@ -346,7 +344,7 @@ def pooled_sweep(out_dirs: Sequence[str | Path]) -> tuple[dict, list[dict], dict
                 )
             cells[name], folders[name] = {k: ran_with(manifest, params, k) for k in keys}, out / name
         pooled_rows += [r | cells[r["cell"]] for r in rows]
-    common = {k: v for k, v in loaded[0][1].get("parameters", {}).items() if k not in differing}
+    common = {k: v for k, v in loaded[0][1].get("parameters", {}).items() if k not in keys}
     return {"keys": keys, "cells": cells, "parameters": common}, pooled_rows, folders
 
 
