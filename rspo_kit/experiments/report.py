@@ -103,8 +103,17 @@ def markdown_table(table: pd.DataFrame, by: Sequence[str], metrics: Sequence[str
         key = _group_values(part, by)
         seeds = ", ".join(str(s) for s in part[SEED_KEY]) if SEED_KEY in part else str(len(part))
         cells = [cell_text(part[m].tolist(), units[m]) for m in metrics]
-        lines.append("| " + " | ".join([*map(str, key), seeds, *cells]) + " |")
+        lines.append("| " + " | ".join([*map(_label, key), seeds, *cells]) + " |")
     return "\n".join(lines)
+
+
+def _label(value: object) -> str:
+    """A grid value in a table cell; an empty string shows as "" rather than an empty cell.
+
+    >>> _label(True), _label(None), _label(""), _label("none")
+    ('True', 'None', '""', 'none')
+    """
+    return '""' if value == "" else str(value)
 
 
 def _group_values(part: pd.DataFrame, by: Sequence[str]) -> tuple:
@@ -167,7 +176,7 @@ def paired_table(
                 for m in metrics
             ]
             lines.append(
-                "| " + " | ".join([*map(str, group), label, ", ".join(map(str, seeds)), *cells]) + " |"
+                "| " + " | ".join([*map(_label, group), label, ", ".join(map(str, seeds)), *cells]) + " |"
             )
     return "\n".join(lines)
 
