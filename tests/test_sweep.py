@@ -285,6 +285,7 @@ def test_paired_report_differences_seed_by_seed_per_algorithm(tmp_path, capsys):
 
 def test_report_reads_several_folders_as_one_sweep(tmp_path, capsys):
     from rspo_kit.experiments.report import main as report_main
+    from rspo_kit.experiments.report import paired_table
 
     # a sweep, then an ablation of it in a second folder: a new knob, whose default the notebook says
     notebook = nbformat.v4.new_notebook()
@@ -301,7 +302,8 @@ def test_report_reads_several_folders_as_one_sweep(tmp_path, capsys):
     later = {f"SEED={s}__SWAP=true__REPLAY_RATIO=0.0": {"final_eval_score": 39.0 + 2 * s} for s in (0, 1)}
     _fake_sweep(tmp_path / "b", {"SEED": [0, 1, 2], "SWAP": [True], "REPLAY_RATIO": [0.0]}, later, **fixed)
     folders = [str(tmp_path / "a"), str(tmp_path / "b")]
-    assert report_main([*folders, "--metrics", "final_eval_score", "--paired", "REPLAY_RATIO=0.0,null"]) == 0
+    pairs = ["--paired", "REPLAY_RATIO=0.0,null", "--paired", "SWAP=true,false"]  # one table per key
+    assert report_main([*folders, "--metrics", "final_eval_score", *pairs]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert (
         lines[0] == "| SWAP | REPLAY_RATIO | seeds | final_eval_score |"
@@ -310,10 +312,20 @@ def test_report_reads_several_folders_as_one_sweep(tmp_path, capsys):
     assert lines[3] == "| False | None | 0, 1, 2 | 40.0 / 41.0 / 42.0 → 41.0 [38.5, 43.5] |"
     assert lines[4] == "| True | 0.0 | 0, 1 | 39.0 / 41.0 → 40.0 [27.3, 52.7] |"
     paired = lines[lines.index("Paired by seed:") + 2 :]
+    assert paired[0] == "| SWAP | difference | seeds | final_eval_score |"  # grouped by the other key
     assert (
         paired[2]
         == "| True | REPLAY_RATIO=0.0 − REPLAY_RATIO=null | 0, 1 | -3.0 / -2.0 → -2.5 [-8.9, +3.9] |"
     )
+    assert paired[4:7] == [
+        "| REPLAY_RATIO | difference | seeds | final_eval_score |",
+        "|---|---|---|---|",
+        "| None | SWAP=true − SWAP=false | 0, 1, 2 | +2.0 / +2.0 / +2.0 → +2.0 [+2.0, +2.0] |",
+    ]
+    table = pd.DataFrame({"SEED": [0, 0, 0], "SWAP": [True, False, True], "x": [1.0] * 3})
+    table["R"] = pd.Series([None, None, 0.0], dtype=object)  # as the report keeps grid values
+    with pytest.raises(ValueError, match="share a seed"):  # SWAP tells the two R=None cells apart
+        paired_table(table, [("R", 0.0, None)], [], ["x"])
     assert lines[-2:] == [
         f"8 of 9 cells finished ({', '.join(folders)})",
         "- SEED=2__SWAP=true__REPLAY_RATIO=0.0: not started",

@@ -168,6 +168,11 @@ def paired_table(
                 part[part[key].map(lambda v, x=x: v == x and type(v) is type(x))].set_index(SEED_KEY)
                 for x in (a, b)
             )
+            if not (first.index.is_unique and second.index.is_unique):
+                raise ValueError(
+                    f"{label}: several cells of {dict(zip(by, group, strict=True))} share a seed; "
+                    f"group by the keys that tell them apart (by={list(by)})"
+                )
             seeds = sorted(set(first.index) & set(second.index))
             if not seeds:
                 continue
@@ -388,9 +393,15 @@ def report(
                 m for m in FALLBACK_METRICS if m in table
             ]
         tables.append(markdown_table(table, [k for k in by if k in table], metrics))
-        if paired:
-            others = [k for k in by if k in table and k not in {key for key, _, _ in paired}]
-            tables.append("Paired by seed:\n\n" + paired_table(table, paired, others, metrics))
+        if paired:  # one table per paired key, grouped by every other key that varies
+            per_key = {key: [p for p in paired if p[0] == key] for key, _, _ in paired}
+            tables.append(
+                "Paired by seed:\n\n"
+                + "\n\n".join(
+                    paired_table(table, pairs, [k for k in by if k in table and k != key], metrics)
+                    for key, pairs in per_key.items()
+                )
+            )
         if statistics:
             stats = sweep_statistics(out_dirs[0], (manifest, rows), folders)
             tables.append(markdown_table(stats, [k for k in by if k in stats], statistics_columns(stats)))
