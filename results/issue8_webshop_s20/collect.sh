@@ -23,6 +23,9 @@ _frame([{k: v for k, v in r.items() if scalar(v)} for r in rows], manifest["keys
     "results/issue8_webshop_s20/results.csv", index=False)
 sweep_statistics(S[0], (manifest, rows), folders).to_csv("results/issue8_webshop_s20/run_statistics.csv", index=False)
 PY
+# this session's cells (PPO seeds 1-2, the ablations): the valid score curves against env steps
+.venv/bin/python -c "from rspo_kit.experiments import aggregate; aggregate('runs/sweeps/s20_webshop_7k', curve='curve_score')"
+cp runs/sweeps/s20_webshop_7k/curves.html $R/
 # each ablation against the other variants of its seed (report.md pairs each with its own variant only)
 .venv/bin/python - <<'PY' > $R/paired_ablations.md
 import pandas as pd
