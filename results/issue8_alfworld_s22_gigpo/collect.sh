@@ -1,9 +1,9 @@
 #!/bin/bash
-# issue 8, session 22: ALFWorld GiGPO plain, RSPO, control and process-only, seed 0, under `make sweep`'s protocol (warm start by 1,536 SFT
+# issue 8, session 22: ALFWorld GiGPO plain, RSPO and control, seed 0, under `make sweep`'s protocol (warm start by 1,536 SFT
 # updates, lr 3e-5, 40k env steps, valid curves, 120 tasks of eval and eval_unseen greedy and sampled) -> results/
-# The cells: make sweep SWEEP_GRID='{"ALGO": ["gigpo"], "SWAP": [false, true, "control", "process"], "SEED": [0]}' \
+# The cells: make sweep SWEEP_GRID='{"ALGO": ["gigpo"], "SWAP": [false, true, "control"], "SEED": [0]}' \
 #                       SWEEP_OUT=runs/sweeps/s22_alfworld_gigpo
-# (this session ran plain and RSPO that way, then control and process into the same folder as each core freed up:
+# (this session ran plain and RSPO that way, then the control into the same folder when the plain cell freed its core:
 #  results/issue8_alfworld_s22_gigpo/chain.sh, the same parameters with -p THREADS 1)
 set -e
 cd "$(dirname "$0")/../.."  # the repository root
@@ -24,7 +24,7 @@ cp $OUT/curves.html $R/
 # notebook 06 in summary mode (no cell runs): the table, the paired differences and the curves, executed with outputs
 .venv/bin/papermill -k rspo-kit notebooks/06_experiments.ipynb $R/06_experiments.ipynb --cwd . \
   -p OUT $OUT -p RUN_CELLS False -p INTERACTIVE False -p METRIC final_eval_success \
-  -y '{"GRID": {"ALGO": ["gigpo"], "SWAP": [false, true, "control", "process"], "SEED": [0]},
+  -y '{"GRID": {"ALGO": ["gigpo"], "SWAP": [false, true, "control"], "SEED": [0]},
        "EXTRA_METRICS": ["final_eval_unseen_success", "final_sampled_eval_success", "final_sampled_eval_unseen_success",
                          "start_success", "best_success", "env_steps", "iterations"]}' > /dev/null 2>&1
 cp $OUT/summary_bars.html $R/ 2>/dev/null || true
