@@ -17,7 +17,7 @@ from lock_env import register_lock
 
 from rspo_kit.rewards.signals import RewardModel
 from rspo_kit.train import EVENTS, RunConfig, Trainer, preset, train
-from rspo_kit.train.update import UpdateBatch, policy_gradient
+from rspo_kit.train.update import UpdateBatch, _backward, _prepare, flatten, policy_gradient
 
 register_lock()
 ALGOS = ("grpo", "ppo", "gigpo")
@@ -202,6 +202,77 @@ def test_process_rewards_never_reach_the_actor_but_drive_the_explorer(tmp_path):
     g_hack = policy_gradient(explorer, UpdateBatch(trajs, misaligned), cfg.algo)
     g_good = policy_gradient(explorer, UpdateBatch(trajs, aligned.batch_rewards(trajs, "process")), cfg.algo)
     assert any(not torch.allclose(a, b) for a, b in zip(g_hack, g_good, strict=True) if a is not None)
+
+
+# ------------------------------------------------------------------- micro-batched minibatches
+def _captured_batch(tmp_path, algo):
+    cfg = _smoke("dial", algo, True, tmp_path, swap__replay_filter="all")
+    cfg.train.iterations = 1
+    captured = {}
+
+    class Capture:
+        def on_update_end(self, event):
+            captured["batch"] = event.data["batch"]
+
+    trainer = Trainer(cfg, callbacks=[Capture()])
+    trainer.run()
+    return cfg, trainer._learner("actor"), captured["batch"]
+
+
+def _grads(learner) -> list[torch.Tensor | None]:
+    return [None if p.grad is None else p.grad.clone() for p in learner.params]
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_microbatched_backward_accumulates_the_one_pass_gradient(algo, tmp_path):
+    """Passes of 3 steps give the gradient of the whole minibatch in one pass (``policy_gradient``)."""
+    cfg, actor, batch = _captured_batch(tmp_path, algo)
+    assert any(batch.offpolicy), "the minibatch should hold replayed (importance-weighted) steps"
+    temperature = cfg.policy.temperature
+    reference = policy_gradient(actor, batch, cfg.algo, cfg.swap, temperature)
+    flat = flatten(batch)
+    assert len(flat.steps) > 6, "needs several passes"
+    cfg.algo.microbatch_steps = 3
+    _, adv, units = _prepare(actor, flat, cfg.algo, cfg.swap, temperature)
+    metrics, order, hidden = _backward(
+        actor, flat, adv, list(range(len(flat.steps))), *units, cfg.algo, temperature, None
+    )
+    assert sorted(order) == list(range(len(flat.steps)))
+    assert (hidden is not None) == (algo == "ppo") and (hidden is None or len(hidden) == len(order))
+    assert any(g is not None and g.abs().sum() > 0 for g in reference)
+    for a, b in zip(reference, _grads(actor), strict=True):
+        assert (a is None) == (b is None)
+        if a is not None:
+            torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-7)
+
+
+def test_microbatch_size_changes_neither_gradient_nor_metrics(tmp_path):
+    """With the entropy bonus and a KL to a (perturbed) reference, passes of 1, 4 or all steps agree."""
+    import copy
+
+    cfg, actor, batch = _captured_batch(tmp_path, "gigpo")
+    cfg.algo.entropy_coef, cfg.algo.kl_coef = 0.01, 0.1
+    ref = copy.deepcopy(actor.policy)
+    with torch.no_grad():
+        for p in ref.model.parameters():
+            p.add_(0.01 * torch.randn(p.shape, generator=torch.Generator().manual_seed(0)))
+    flat = flatten(batch)
+    sel = list(range(len(flat.steps)))
+    _, adv, units = _prepare(actor, flat, cfg.algo, cfg.swap, 1.0)
+    results = []
+    for size in (len(sel), 4, 1):
+        cfg.algo.microbatch_steps = size
+        metrics, _, _ = _backward(actor, flat, adv, sel, *units, cfg.algo, 1.0, ref)
+        results.append((metrics, _grads(actor)))
+    (m_one, g_one), *others = results
+    assert m_one["loss/kl_ref"] > 0 and m_one["loss/entropy"] > 0
+    for metrics, grads in others:
+        assert metrics.keys() == m_one.keys()
+        for k, v in metrics.items():
+            assert v == pytest.approx(m_one[k], rel=1e-4, abs=1e-7), k
+        for a, b in zip(g_one, grads, strict=True):
+            if a is not None:
+                torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-7)
 
 
 # ---------------------------------------------------------------------------------- resume

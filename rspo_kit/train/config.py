@@ -120,6 +120,10 @@ class AlgoConfig:
     lr: float = 1e-4
     epochs: int = 1  # passes over each batch
     minibatch_steps: int = 64  # recorded steps per gradient step
+    # steps per forward/backward pass inside a minibatch (gradient accumulation, steps of similar
+    # length together): the gradient is the minibatch's own up to float rounding; small passes run
+    # faster on a CPU and need less memory (benchmarks/update_microbatch.py), a GPU may want more
+    microbatch_steps: int = 16
     clip_low: float = 0.2
     clip_high: float = 0.2
     max_grad_norm: float = 1.0
@@ -140,6 +144,7 @@ class AlgoConfig:
         _require(self, "lr", self.lr > 0, "> 0")
         _require(self, "epochs", self.epochs >= 1, ">= 1")
         _require(self, "minibatch_steps", self.minibatch_steps >= 1, ">= 1")
+        _require(self, "microbatch_steps", self.microbatch_steps >= 1, ">= 1")
         _require(self, "gamma", 0 < self.gamma <= 1, "in (0, 1]")
         _require(self, "lam", 0 <= self.lam <= 1, "in [0, 1]")
         _require(self, "clip_low", 0 < self.clip_low < 1, "in (0, 1)")

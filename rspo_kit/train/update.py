@@ -8,7 +8,8 @@ The recipe, for actor and explorer alike:
    replayed steps (the ratio's denominator and the truncated-IS numerator);
 3. advantages from the algorithm's pure function (``ADVANTAGES`` registry);
 4. minibatch policy-gradient steps with the clipped surrogate, off-policy weights, entropy bonus,
-   optional KL to the reference, and the critic's clipped value loss (PPO).
+   optional KL to the reference, and the critic's clipped value loss (PPO); each minibatch's
+   gradient is accumulated over passes of ``microbatch_steps`` steps of similar length.
 """
 
 from __future__ import annotations
@@ -331,34 +332,86 @@ def _surrogate(learner, flat, adv, sel, old, weights, shaped, cfg, temperature, 
     return out, scores, logp
 
 
-def _minibatch_loss(learner, flat, adv, sel, old, weights, shaped, cfg, temperature, values, reference):
-    steps = [flat.steps[i] for i in sel]
+def _step_length(step) -> int:
+    """Tokens one step puts through the model in an update (prompt + candidates, or prompt + reply)."""
+    return len(step.prompt_ids) + (
+        sum(map(len, step.candidates)) if step.candidates else len(step.action_ids)
+    )
+
+
+def microbatches(steps: list, sel: list[int], size: int) -> list[list[int]]:
+    """``sel`` (step indices) in passes of at most ``size`` steps, steps of similar length together.
+
+    Sorting by length keeps each pass's padding small; the passes together hold every step of
+    ``sel`` once, so gradients accumulated over them are the minibatch's own.
+
+    >>> from types import SimpleNamespace as S
+    >>> steps = [S(prompt_ids=[0] * n, candidates=None, action_ids=[0]) for n in (5, 1, 9, 3)]
+    >>> microbatches(steps, [0, 1, 2, 3], 2)
+    [[1, 3], [0, 2]]
+    """
+    order = sorted(sel, key=lambda i: _step_length(steps[i]))
+    return [order[i : i + size] for i in range(0, len(order), size)]
+
+
+def _backward(learner, flat, adv, sel, old, weights, shaped, cfg, temperature, reference):
+    """The minibatch ``sel``'s loss, backpropagated pass by pass into fresh ``.grad``s.
+
+    Every term of the loss is a mean over the minibatch's units (token_mean), so a pass of n of the
+    N units backpropagates its own mean times n / N, and the passes' gradients sum to the one-pass
+    gradient (``policy_gradient``). Metrics are combined with the same weights (approx KL and clip
+    fraction over unshaped units, as in ``clipped_policy_loss``). Returns the metrics, the passes'
+    step order and their detached last-prompt states (PPO's critic; None without a critic).
+    """
     critic = learner.value_head is not None
-    out, scores, logp = _surrogate(learner, flat, adv, sel, old, weights, shaped, cfg, temperature, critic)
-    entropy = torch.cat(scores.entropy).float().mean()
-    loss = out.loss - cfg.entropy_coef * entropy
-    metrics = {
-        "loss/policy": float(out.loss.detach()),
-        "loss/approx_kl": float(out.approx_kl),
-        "loss/clip_frac": float(out.clip_frac),
-        "loss/entropy": float(entropy.detach()),
-    }
-    if cfg.kl_coef > 0 and reference is not None:
-        with torch.no_grad():
-            ref = torch.cat(score_steps(reference, steps, temperature).logp).float()
-        kl = kl_penalty(logp, ref).mean()
-        loss = loss + cfg.kl_coef * kl
-        metrics["loss/kl_ref"] = float(kl)
-    if not torch.isfinite(loss):
-        raise FloatingPointError(f"non-finite policy loss ({float(loss)}) in the {cfg.name} update")
     learner.optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    total = sum(len(old[i]) for i in sel)
+    unshaped_total = max(1, sum(int((~shaped[i]).sum()) for i in sel))
+    sums: dict[str, float] = {}
+    order, hidden = [], []
+    for part in microbatches(flat.steps, sel, cfg.microbatch_steps):
+        out, scores, logp = _surrogate(
+            learner, flat, adv, part, old, weights, shaped, cfg, temperature, critic
+        )
+        share = len(logp) / total
+        unshaped = sum(int((~shaped[i]).sum()) for i in part) / unshaped_total
+        entropy = torch.cat(scores.entropy).float().mean()
+        loss = out.loss - cfg.entropy_coef * entropy
+        terms = {
+            "loss/policy": (float(out.loss.detach()), share),
+            "loss/approx_kl": (float(out.approx_kl), unshaped),
+            "loss/clip_frac": (float(out.clip_frac), unshaped),
+            "loss/entropy": (float(entropy.detach()), share),
+        }
+        if cfg.kl_coef > 0 and reference is not None:
+            with torch.no_grad():
+                ref = torch.cat(
+                    score_steps(reference, [flat.steps[i] for i in part], temperature).logp
+                ).float()
+            kl = kl_penalty(logp, ref).mean()
+            loss = loss + cfg.kl_coef * kl
+            terms["loss/kl_ref"] = (float(kl.detach()), share)
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"non-finite policy loss ({float(loss)}) in the {cfg.name} update")
+        (loss * share).backward()
+        for k, (value, weight) in terms.items():
+            sums[k] = sums.get(k, 0.0) + value * weight
+        order += part
+        if critic:
+            hidden.append(scores.hidden.detach())
+    return sums, order, (torch.cat(hidden) if critic else None)
+
+
+def _minibatch_loss(learner, flat, adv, sel, old, weights, shaped, cfg, temperature, values, reference):
+    metrics, order, hidden = _backward(
+        learner, flat, adv, sel, old, weights, shaped, cfg, temperature, reference
+    )
     grad_norm = torch.nn.utils.clip_grad_norm_(learner.params, cfg.max_grad_norm)
     learner.optimizer.step()
     metrics["loss/grad_norm"] = float(grad_norm) if math.isfinite(float(grad_norm)) else math.nan
-    if critic:
-        idx = torch.tensor(sel)
-        v = learner.value_head(scores.hidden)
+    if hidden is not None:
+        idx = torch.tensor(order)
+        v = learner.value_head(hidden)
         vloss = cfg.value_coef * value_loss(
             v, values[idx], adv.returns[idx].float(), torch.ones_like(v), cfg.value_clip
         )
