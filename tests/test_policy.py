@@ -178,6 +178,33 @@ def test_candidate_scores_match_teacher_forcing(tiny):
         assert torch.allclose(f, s, atol=1e-4)
 
 
+def test_packed_scoring_returns_each_prompts_own_last_state(tiny):
+    """The packed pass's state at a prompt's last token is the prompt-alone state (PPO's critic reads it)."""
+    from rspo_kit.policy.scoring import candidate_scores, head_logits
+
+    tok = tiny.tokenizer
+    prompts = [
+        tok("Task: put a apple in fridge. Now: you see a fridge 1")["input_ids"],
+        tok("Now:")["input_ids"],
+    ]
+    cands = [
+        [tiny.encode_action(a) for a in ("go to fridge 1", "look")],
+        [tiny.encode_action(a) for a in ("inventory", "go to sinkbasin 1", "go to fridge 1")],
+    ]
+    with torch.no_grad():
+        logps, states = candidate_scores(tiny.model, prompts, cands, tok.pad_token_id, max_batch=2)
+        alone = []
+        for p in prompts:
+            ids = torch.tensor([p])
+            zero = torch.zeros(1, dtype=torch.long)
+            hidden, _ = head_logits(tiny.model, zero, zero, input_ids=ids)
+            alone.append(hidden[0, -1])
+    assert states.shape == (2, tiny.model.config.hidden_size)
+    torch.testing.assert_close(states, torch.stack(alone), atol=1e-5, rtol=1e-4)
+    for a, b in zip(logps, candidate_logprobs(tiny.model, prompts, cands, tok.pad_token_id), strict=True):
+        torch.testing.assert_close(a, b)
+
+
 def test_candidate_scores_give_teacher_forcing_gradients(tiny):
     """The packed tree-mask pass is differentiable like scoring each candidate alone (SFT and RL use it)."""
     tok = tiny.tokenizer

@@ -234,7 +234,7 @@ def test_microbatched_backward_accumulates_the_one_pass_gradient(algo, tmp_path)
     assert len(flat.steps) > 6, "needs several passes"
     cfg.algo.microbatch_steps = 3
     _, adv, units = _prepare(actor, flat, cfg.algo, cfg.swap, temperature)
-    metrics, order, hidden = _backward(
+    _, order, hidden = _backward(
         actor, flat, adv, list(range(len(flat.steps))), *units, cfg.algo, temperature, None
     )
     assert sorted(order) == list(range(len(flat.steps)))

@@ -49,16 +49,34 @@ def candidate_logprobs(
     most ``max_batch`` candidates. Differentiable when called with grad enabled (the policy gradient
     of ``choice`` mode).
     """
+    return candidate_scores(model, prompts, candidates, pad_id, max_batch)[0]
+
+
+def candidate_scores(
+    model,
+    prompts: Sequence[Sequence[int]],
+    candidates: Sequence[Sequence[Sequence[int]]],
+    pad_id: int,
+    max_batch: int = 512,
+) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """``candidate_logprobs`` and, from the same pass, each prompt's last final hidden state (B, H).
+
+    A prompt token attends to earlier prompt tokens only, so its state in the packed row is its state
+    in the prompt alone: what a value head reads (PPO's critic), without a second forward pass.
+    """
     out: list[torch.Tensor] = []
+    states: list[torch.Tensor] = []
     start = 0
     while start < len(prompts):
         end, total = start, 0
         while end < len(prompts) and (end == start or total + len(candidates[end]) <= max_batch):
             total += len(candidates[end])
             end += 1
-        out += _score_packed(model, prompts[start:end], candidates[start:end], pad_id)
+        lp, last = _score_packed(model, prompts[start:end], candidates[start:end], pad_id)
+        out += lp
+        states.append(last)
         start = end
-    return out
+    return out, torch.cat(states)
 
 
 def packed_batch(
@@ -115,10 +133,10 @@ def head_logits(model, rows: torch.Tensor, cols: torch.Tensor, **inputs) -> tupl
     return states, model.get_output_embeddings()(states[rows, cols])
 
 
-def _score_packed(model, prompts, candidates, pad_id) -> list[torch.Tensor]:
+def _score_packed(model, prompts, candidates, pad_id) -> tuple[list[torch.Tensor], torch.Tensor]:
     device = next(model.parameters()).device
     batch = {k: v.to(device) for k, v in packed_batch(prompts, candidates, pad_id).items()}
-    _, logits = head_logits(
+    states, logits = head_logits(
         model,
         batch["rows"],
         batch["cols"],
@@ -131,7 +149,8 @@ def _score_packed(model, prompts, candidates, pad_id) -> list[torch.Tensor]:
     lengths = torch.tensor([len(c) for cands in candidates for c in cands], device=device)
     owner = torch.repeat_interleave(torch.arange(len(lengths), device=device), lengths)  # token -> candidate
     seq_lp = token_lp.new_zeros(len(lengths)).index_add(0, owner, token_lp)  # (C_total,) summed per candidate
-    return list(torch.split(seq_lp, [len(c) for c in candidates]))
+    last = torch.tensor([len(p) - 1 for p in prompts], device=device)  # packed rows start with the prompt
+    return list(torch.split(seq_lp, [len(c) for c in candidates])), states[torch.arange(len(prompts)), last]
 
 
 @dataclass

@@ -44,6 +44,19 @@ def score_steps(
     )
 
 
+def prompt_states(policy: Policy, steps: Sequence[Step]) -> torch.Tensor:
+    """(S, H) final hidden state at each step's last prompt token: a prompt-only pass (no grad needed
+    by the caller's choice), for a value head where no unit needs scoring."""
+    prompts = [s.prompt_ids for s in steps]
+    device = next(policy.model.parameters()).device
+    width = max(len(p) for p in prompts)
+    rows = torch.arange(len(prompts), device=device)
+    _, states, _ = _forward(
+        policy.model, prompts, policy.tokenizer.pad_token_id, rows, torch.full_like(rows, width - 1), True
+    )
+    return states[:, -1]  # left padding: the last column is every prompt's last token
+
+
 def _forward(model, seqs: Sequence[Sequence[int]], pad_id: int, head_rows, head_cols, hidden: bool):
     """Run the trunk once over left-padded ``seqs``; logits only at (rows, cols); last-position hidden."""
     device = next(model.parameters()).device
@@ -81,13 +94,13 @@ def _score_free(policy: Policy, prompts, replies, temperature: float, hidden: bo
 
 def _score_choice(policy: Policy, steps: Sequence[Step], temperature: float, hidden: bool) -> StepScores:
     """Candidate log-softmax of the chosen action (+ the query tokens of a search)."""
-    from rspo_kit.policy.scoring import candidate_logprobs
+    from rspo_kit.policy.scoring import candidate_scores
 
     missing = [i for i, s in enumerate(steps) if not s.candidates or s.chosen is None]
     if missing:
         raise ValueError(f"choice-mode steps need candidates and chosen; steps {missing[:5]} have none")
     pad_id = policy.tokenizer.pad_token_id
-    seq_lp = candidate_logprobs(
+    seq_lp, last_states = candidate_scores(
         policy.model, [s.prompt_ids for s in steps], [s.candidates for s in steps], pad_id
     )
     logp, entropy = [], []
@@ -107,12 +120,5 @@ def _score_choice(policy: Policy, steps: Sequence[Step], temperature: float, hid
         )
         for i, lp in zip(query, q.logp, strict=True):
             logp[i] = logp[i] + lp.sum()
-    feats = None
-    if hidden:
-        device = next(policy.model.parameters()).device
-        prompts = [s.prompt_ids for s in steps]
-        width = max(len(p) for p in prompts)
-        rows = torch.arange(len(prompts), device=device)
-        _, states, _ = _forward(policy.model, prompts, pad_id, rows, torch.full_like(rows, width - 1), True)
-        feats = states[:, -1]  # left padding: the last column is every prompt's last token
+    feats = last_states if hidden else None
     return StepScores([x.reshape(1) for x in logp], [x.reshape(1) for x in entropy], feats)

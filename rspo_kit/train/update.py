@@ -36,7 +36,7 @@ from rspo_kit.algos import (
 )
 from rspo_kit.algos.grpo import broadcast_to_steps
 from rspo_kit.policy.rollout import Policy, Trajectory
-from rspo_kit.policy.step_scores import old_unit_logprobs, score_steps
+from rspo_kit.policy.step_scores import old_unit_logprobs, prompt_states, score_steps
 from rspo_kit.train.config import AlgoConfig, SwapConfig
 
 
@@ -196,22 +196,28 @@ def _chunks(n: int, size: int) -> list[range]:
 
 @torch.no_grad()
 def _prepass(learner: Learner, flat: Flat, cfg: AlgoConfig, temperature: float):
-    """Current log-probs of replayed steps and critic values of all steps (only what is needed)."""
+    """Current log-probs of replayed steps and critic values of all steps (only what is needed).
+
+    A step that needs only its value (an on-policy step of PPO) takes a prompt-only pass; a replayed
+    step is scored, and its value read from the same pass.
+    """
     need_values = learner.value_head is not None
-    need_logp = bool(flat.offpolicy.any())
     current: dict[int, torch.Tensor] = {}
     values = torch.zeros(len(flat.steps)) if need_values else None
-    if not (need_values or need_logp):
-        return current, values
-    idx = [i for i in range(len(flat.steps)) if need_values or flat.offpolicy[i]]
-    for chunk in _chunks(len(idx), cfg.minibatch_steps):
-        sel = [idx[j] for j in chunk]
+    replayed = [i for i in range(len(flat.steps)) if flat.offpolicy[i]]
+    for chunk in _chunks(len(replayed), cfg.minibatch_steps):
+        sel = [replayed[j] for j in chunk]
         scores = score_steps(learner.policy, [flat.steps[i] for i in sel], temperature, hidden=need_values)
         for k, i in enumerate(sel):
-            if flat.offpolicy[i]:
-                current[i] = scores.logp[k].detach().float()
+            current[i] = scores.logp[k].detach().float()
         if need_values:
             values[torch.tensor(sel)] = learner.value_head(scores.hidden).float()
+    if need_values:
+        own = [i for i in range(len(flat.steps)) if not flat.offpolicy[i]]
+        for chunk in _chunks(len(own), cfg.minibatch_steps):
+            sel = [own[j] for j in chunk]
+            states = prompt_states(learner.policy, [flat.steps[i] for i in sel])
+            values[torch.tensor(sel)] = learner.value_head(states).float()
     return current, values
 
 
