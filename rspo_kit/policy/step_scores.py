@@ -45,8 +45,8 @@ def score_steps(
 
 
 def prompt_states(policy: Policy, steps: Sequence[Step]) -> torch.Tensor:
-    """(S, H) final hidden state at each step's last prompt token: a prompt-only pass (no grad needed
-    by the caller's choice), for a value head where no unit needs scoring."""
+    """(S, H) final hidden state at each step's last prompt token, from a prompt-only pass: what a
+    value head reads for steps whose units need no scoring (PPO's pre-pass of on-policy steps)."""
     prompts = [s.prompt_ids for s in steps]
     device = next(policy.model.parameters()).device
     width = max(len(p) for p in prompts)
