@@ -204,6 +204,28 @@ def test_process_rewards_never_reach_the_actor_but_drive_the_explorer(tmp_path):
     assert any(not torch.allclose(a, b) for a, b in zip(g_hack, g_good, strict=True) if a is not None)
 
 
+def test_ppo_critics_start_from_the_runs_seed(tmp_path):
+    """One config builds the same critics whatever torch's global random state; another seed does not."""
+    heads = []
+    for k, seed in enumerate((0, 0, 1)):
+        torch.manual_seed(100 + k)  # a different global state before each build
+        cfg = _smoke("dial", "ppo", True, tmp_path / str(k))
+        cfg.train.seed = seed
+        trainer = Trainer(cfg)
+        heads.append({r: _params_of(trainer._learner(r).value_head) for r in ("actor", "explorer")})
+    assert all(_same(heads[0][r], heads[1][r]) for r in ("actor", "explorer"))
+    assert not _same(heads[0]["actor"], heads[2]["actor"])
+    assert not _same(heads[0]["actor"], heads[0]["explorer"])
+
+
+def _params_of(module) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in module.parameters()]
+
+
+def _same(a, b) -> bool:
+    return all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+
+
 # ------------------------------------------------------------------- micro-batched minibatches
 def _captured_batch(tmp_path, algo):
     cfg = _smoke("dial", algo, True, tmp_path, swap__replay_filter="all")

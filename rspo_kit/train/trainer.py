@@ -168,7 +168,12 @@ class Trainer:
         a = cfg.algo
         self.learners = {
             "actor": Learner.build(
-                self.pair.policy("actor"), self.pair.parameters("actor"), a.lr, critic, a.value_lr
+                self.pair.policy("actor"),
+                self.pair.parameters("actor"),
+                a.lr,
+                critic,
+                a.value_lr,
+                self._seed("critic", "actor"),
             ),
             "explorer": Learner.build(
                 self.pair.policy("explorer"),
@@ -176,6 +181,7 @@ class Trainer:
                 cfg.explorer_lr,
                 critic,
                 a.value_lr,
+                self._seed("critic", "explorer"),
             ),
         }
         if cfg.reward.prm:  # a learned PRM from logged trajectories (python -m rspo_kit.rewards.learned)

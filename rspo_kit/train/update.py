@@ -70,12 +70,17 @@ class Learner:
     value_optimizer: torch.optim.Optimizer | None = None
 
     @classmethod
-    def build(cls, policy: Policy, params, lr: float, critic: bool, value_lr: float) -> Learner:
+    def build(
+        cls, policy: Policy, params, lr: float, critic: bool, value_lr: float, seed: int = 0
+    ) -> Learner:
+        """``seed`` initialises the critic (PPO) without touching torch's global random state."""
         params = list(params)
         opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
         if not critic:
             return cls(policy, params, opt)
-        head = ValueHead(policy.model.config.hidden_size)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            head = ValueHead(policy.model.config.hidden_size)
         return cls(policy, params, opt, head, torch.optim.AdamW(head.parameters(), lr=value_lr))
 
 
