@@ -102,6 +102,7 @@ bench: setup
 	$(PY) benchmarks/webshop_speed.py
 	$(PY) benchmarks/rollout_speed.py
 	$(PY) benchmarks/iteration_breakdown.py
+	$(PY) benchmarks/update_microbatch.py
 
 # Screenshots of the notebook widgets as JupyterLab draws them in headless Chromium: docs/img/*.png
 # (a smoke run on the lock test env feeds them; ALFWorld for the playground; offline, ~2 minutes).
