@@ -28,6 +28,8 @@ import sys
 import tempfile
 import time
 
+from rspo_kit.policy.step_scores import step_tokens
+
 PARTS = ("generation", "env", "prompts", "update", "bookkeeping")
 
 
@@ -39,11 +41,7 @@ class TokenCounter:
 
     @staticmethod
     def _tokens(trajs) -> int:
-        n = 0
-        for t in trajs:
-            for s in t.steps:
-                n += len(s.prompt_ids) + (sum(map(len, s.candidates)) if s.candidates else len(s.action_ids))
-        return n
+        return sum(step_tokens(s) for t in trajs for s in t.steps)
 
     def on_rollout_end(self, event) -> None:
         row = self.rows.setdefault(event.iteration, {"rollout_tokens": 0, "update_tokens": 0})

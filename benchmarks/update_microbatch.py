@@ -23,6 +23,7 @@ import torch
 from rspo_kit.envs import list_tasks
 from rspo_kit.envs.batch import BatchRunner
 from rspo_kit.policy.rollout import Policy, RolloutConfig, rollout
+from rspo_kit.policy.step_scores import step_tokens
 from rspo_kit.rewards.signals import RewardModel
 from rspo_kit.train.config import AlgoConfig
 from rspo_kit.train.update import Learner, UpdateBatch, update
@@ -48,7 +49,7 @@ def main() -> None:
         trajs, RewardModel.build("alfworld", process="subgoal").batch_rewards(trajs, "process")
     )
     steps = [s for t in trajs for s in t.steps]
-    tokens = sum(len(s.prompt_ids) + sum(map(len, s.candidates or [])) for s in steps)
+    tokens = sum(step_tokens(s) for s in steps)
     report = {
         "policy": args.policy,
         "steps": len(steps),

@@ -33,6 +33,13 @@ def old_unit_logprobs(step: Step, mode: str) -> list[float]:
     return [step.logprob] if mode == "choice" else list(step.token_logprobs)
 
 
+def step_tokens(step: Step) -> int:
+    """Tokens a step puts through the model when it is scored: prompt + candidates, or prompt + reply."""
+    return len(step.prompt_ids) + (
+        sum(map(len, step.candidates)) if step.candidates else len(step.action_ids)
+    )
+
+
 def score_steps(
     policy: Policy, steps: Sequence[Step], temperature: float = 1.0, hidden: bool = False
 ) -> StepScores:

@@ -36,7 +36,7 @@ from rspo_kit.algos import (
 )
 from rspo_kit.algos.grpo import broadcast_to_steps
 from rspo_kit.policy.rollout import Policy, Trajectory
-from rspo_kit.policy.step_scores import old_unit_logprobs, prompt_states, score_steps
+from rspo_kit.policy.step_scores import old_unit_logprobs, prompt_states, score_steps, step_tokens
 from rspo_kit.train.config import AlgoConfig, SwapConfig
 
 
@@ -343,13 +343,6 @@ def _surrogate(learner, flat, adv, sel, old, weights, shaped, cfg, temperature, 
     return out, scores, logp
 
 
-def _step_length(step) -> int:
-    """Tokens one step puts through the model in an update (prompt + candidates, or prompt + reply)."""
-    return len(step.prompt_ids) + (
-        sum(map(len, step.candidates)) if step.candidates else len(step.action_ids)
-    )
-
-
 def microbatches(steps: list, sel: list[int], size: int) -> list[list[int]]:
     """``sel`` (step indices) in passes of at most ``size`` steps, steps of similar length together.
 
@@ -361,7 +354,7 @@ def microbatches(steps: list, sel: list[int], size: int) -> list[list[int]]:
     >>> microbatches(steps, [0, 1, 2, 3], 2)
     [[1, 3], [0, 2]]
     """
-    order = sorted(sel, key=lambda i: _step_length(steps[i]))
+    order = sorted(sel, key=lambda i: step_tokens(steps[i]))
     return [order[i : i + size] for i in range(0, len(order), size)]
 
 
