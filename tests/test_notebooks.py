@@ -249,6 +249,9 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
     )
     assert "| difference | seeds | final_success |" in printed  # RSPO − plain, paired by seed
     assert "| SWAP=true \u2212 SWAP=false | 0 | " in printed
+    # and task by task, from the cells' final episodes (notebook 04 evaluates eval_unseen at the end)
+    assert "| difference | seeds | evaluation | tasks | episodes won only by a / b | success |" in printed
+    assert "| SWAP=true \u2212 SWAP=false | 0 | final/eval_unseen | 2 | " in printed
 
     # summarise a sweep without running it (one still running in the background, or half done)
     (tmp_path / "summary").mkdir()

@@ -661,3 +661,59 @@ def test_killing_the_sweep_stops_its_workers_and_kernels(tiny_notebook, tmp_path
     assert len(_log_lines(log)) == 2  # the queued cells never started
     if sig == signal.SIGTERM:
         assert parent.returncode == 130 and "sweep stopped" in parent.stdout.read()
+
+
+def test_paired_report_compares_the_final_episodes_task_by_task(tmp_path, capsys):
+    from rspo_kit.experiments.report import main as report_main
+    from rspo_kit.records import write_episodes
+
+    grid = {"SEED": [0, 1], "SWAP": [True, False, "control"]}
+    won = {  # cell -> per seed, tasks t0..t3 of final/eval
+        "true": [[1, 1, 0, 0], [1, 0, 1, 0]],
+        "false": [[0, 1, 0, 0], [1, 0, 0, 1]],
+        "control": [[0, 0, 0, 0], None],  # seed 1 finished before runs recorded their episodes
+    }
+    done = {f"SEED={s}__SWAP={v}": {"final_eval_success": 0.25} for v in won for s in (0, 1)}
+    _fake_sweep(tmp_path / "sweep", grid, done)
+    for v, per_seed in won.items():
+        for s, wins in enumerate(per_seed):
+            if wins is None:
+                continue
+            ep = [
+                {
+                    "task_id": f"t{i}",
+                    "kind": "pick",
+                    "sample": 0,
+                    "won": bool(w),
+                    "score": float(w),
+                    "steps": 5,
+                }
+                for i, w in enumerate(wins)
+            ]
+            write_episodes(tmp_path / "sweep" / f"SEED={s}__SWAP={v}", "final/eval", ep)
+            # a scored env (points): two tasks, the second only evaluated by the RSPO cells' seed 0
+            scored = [
+                {**e, "score": 50.0 + 10 * s + 20 * (v == "true")} for e in ep[: 2 if v == "true" else 1]
+            ]
+            write_episodes(tmp_path / "sweep" / f"SEED={s}__SWAP={v}", "final_sampled/eval", scored)
+    pairs = ["--paired", "SWAP=true,false", "--paired", "SWAP=true,control"]
+    assert report_main([str(tmp_path / "sweep"), *pairs]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("Paired by seed and task"))
+    assert lines[first].endswith("; 1 finished cells recorded no episodes):")
+    table = lines[first + 2 : first + 7]
+    assert table[0] == (
+        "| difference | seeds | evaluation | tasks | episodes won only by a / b | success | score |"
+    )
+    # per task, the mean over seeds of a − b: +0.5, 0, +0.5, -0.5 -> mean 0.125, sd 0.4787,
+    # t(3) = 3.1824 -> ±0.7617; won only by RSPO: seed 0's t0, seed 1's t2; only by plain: seed 1's t3
+    assert table[2] == "| SWAP=true − SWAP=false | 0, 1 | final/eval | 4 | 2 / 1 | +12.5 [-63.7, +88.7] | — |"
+    # the sampled evaluation pairs on the one task both have (t0: +1, then 0); its scores are points,
+    # +20 each seed; one task has no interval
+    assert table[3] == (
+        "| SWAP=true − SWAP=false | 0, 1 | final_sampled/eval | 1 | 1 / 0 | +50.0 [—, —] | +20.0 [—, —] |"
+    )
+    # against the control only seed 0 has episodes in both: t0 won by RSPO alone
+    assert table[4] == (
+        '| SWAP=true − SWAP="control" | 0 | final/eval | 4 | 2 / 0 | +50.0 [-41.9, +141.9] | — |'
+    )

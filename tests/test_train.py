@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 from lock_env import register_lock
@@ -451,6 +452,14 @@ def test_an_env_step_budget_ends_the_run_with_an_evaluation_of_every_final_split
         ("eval_unseen", 3, "sampled"),
     ]
     assert set(calls[:-4]) == {("valid", n)} and len(calls) - 4 == m["eval/success"].notna().sum()
+    # every final episode is recorded, and they add up to the metrics
+    from rspo_kit.records import load_episodes
+
+    episodes = load_episodes(cfg.train.run_dir)
+    assert len(episodes) == 4 * 3 and set(episodes["sample"]) == {0}
+    for prefix, ep in episodes.groupby("evaluation"):
+        assert ep["task_id"].is_unique and ep["won"].mean() == m[f"{prefix}/success"].iloc[-1]
+        assert ep["steps"].mean() == m[f"{prefix}/episode_steps"].iloc[-1]
 
 
 def test_unknown_evaluation_splits_fail_before_training(tmp_path):
@@ -515,6 +524,11 @@ def test_a_runs_trained_actor_loads_read_only_and_evaluates_from_the_cli(tmp_pat
     assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == files  # nothing written
     assert evaluate_main(["--policy", str(run_dir), "--env", "dial", "--n", "3"]) == 0
     assert json.loads(capsys.readouterr().out)["tasks"] == 3
+    out = tmp_path / "episodes" / "eval.csv"
+    assert evaluate_main(["--policy", str(run_dir), "--env", "dial", "--n", "3", "--episodes", str(out)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    episodes = pd.read_csv(out)
+    assert "episodes" not in shown and len(episodes) == 3 and episodes["won"].mean() == shown["success"]
     with pytest.raises(FileNotFoundError, match="not a training run"):
         trained_actor(tmp_path)
 
@@ -565,6 +579,13 @@ def test_a_finished_run_resumed_with_other_final_splits_evaluates_only_what_it_l
     more.train.final_eval_n = 3
     train(more, resume=resumable(more))
     assert [c[1] for c in calls] == [3, 3, 3, 3]
+    # each evaluation's episodes once, the last time it ran
+    from rspo_kit.records import load_episodes
+
+    episodes = load_episodes(first.train.run_dir)
+    assert episodes.groupby("evaluation").size().to_dict() == {
+        k: 3 for k in ("final/eval", "final_sampled/eval", "final/eval_unseen", "final_sampled/eval_unseen")
+    }
 
 
 def test_saving_the_same_iteration_again_never_leaves_the_run_without_a_checkpoint(tmp_path):

@@ -11,7 +11,11 @@ look at first when a variant loses — and a third of the same for the cells sti
 they got (to tune on, e.g. the explorer's edge over the actor).
 ``--paired SWAP=true,false`` adds the differences between two values of a grid key seed by seed
 (cells that share a seed share their warm start and task draws, so the paired interval is the one
-to read when two variants are close), e.g. RSPO − plain and RSPO − control.
+to read when two variants are close), e.g. RSPO − plain and RSPO − control. Where the cells
+recorded their final evaluations' episodes (``final_episodes.parquet``), it adds the same
+differences task by task (``task_paired_table``): each task's difference averaged over the seeds,
+and a 95% interval over the tasks. That interval is about these trained runs on these tasks; the
+seed-by-seed one is the one about the algorithm.
 Several folders are read as one sweep (``report OUT OUT2``): seeds or a new knob added later, in a
 second folder with a later checkout (``pooled_sweep``).
 """
@@ -31,7 +35,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from rspo_kit.experiments.sweep import SEED_KEY, cell_progress, load_sweep, mean_ci, parse_value
-from rspo_kit.records import load_metrics
+from rspo_kit.records import load_episodes, load_metrics
 
 # what to report when no metrics are named: the test splits of issue 8's protocol, else the last eval
 DEFAULT_METRICS = ("final_eval_success", "final_eval_unseen_success")
@@ -143,6 +147,11 @@ def parse_pair(text: str) -> tuple[str, object, object]:
     return key, parse_value(parts[0]), parse_value(parts[1])
 
 
+def _pair_cells(part: pd.DataFrame, key: str, value: object) -> pd.DataFrame:
+    """The rows of ``part`` whose ``key`` is ``value`` (True is not 1, "true" is not True)."""
+    return part[part[key].map(lambda v: v == value and type(v) is type(value))]
+
+
 def paired_table(
     table: pd.DataFrame,
     pairs: Sequence[tuple[str, object, object]],
@@ -164,10 +173,7 @@ def paired_table(
         groups = table.groupby(list(by), sort=False, dropna=False) if by else [((), table)]
         for _, part in groups:
             group = _group_values(part, by)
-            first, second = (
-                part[part[key].map(lambda v, x=x: v == x and type(v) is type(x))].set_index(SEED_KEY)
-                for x in (a, b)
-            )
+            first, second = (_pair_cells(part, key, x).set_index(SEED_KEY) for x in (a, b))
             if not (first.index.is_unique and second.index.is_unique):
                 raise ValueError(
                     f"{label}: several cells of {dict(zip(by, group, strict=True))} share a seed; "
@@ -184,6 +190,95 @@ def paired_table(
                 "| " + " | ".join([*map(_label, group), label, ", ".join(map(str, seeds)), *cells]) + " |"
             )
     return "\n".join(lines)
+
+
+def task_paired_table(
+    table: pd.DataFrame,
+    episodes: Mapping[str, pd.DataFrame],
+    pairs: Sequence[tuple[str, object, object]],
+    by: Sequence[str],
+) -> str:
+    """For each ``(key, a, b)``, group of ``by`` and final evaluation: ``a − b`` task by task.
+
+    ``table`` has one row per finished cell (its ``cell`` name, grid keys and seed); ``episodes``
+    maps a cell to its ``load_episodes`` frame (cells without one are left out). Episodes pair by
+    seed, task and sample, as two cells of one seed evaluate the same tasks with the same seed.
+    Per evaluation: the tasks, the episodes only ``a`` won and only ``b`` won, and the success
+    difference (and the score's, where the score is not the success) in percentage points: the mean
+    over tasks of each task's mean difference over seeds and samples, with a 95% t-interval over
+    the tasks.
+    """
+    header = [*by, "difference", "seeds", "evaluation", "tasks", "episodes won only by a / b", "success"]
+    rows: list[list[str]] = []
+    with_score = False
+    for key, a, b in pairs:
+        label = f"{key}={json.dumps(a)} − {key}={json.dumps(b)}"
+        groups = table.groupby(list(by), sort=False, dropna=False) if by else [((), table)]
+        for _, part in groups:
+            group = _group_values(part, by)
+            first, second = (_pair_cells(part, key, x).set_index(SEED_KEY)["cell"] for x in (a, b))
+            seeds = sorted(
+                s
+                for s in set(first.index) & set(second.index)
+                if first[s] in episodes and second[s] in episodes
+            )
+            if not seeds:
+                continue
+            joined = pd.concat(
+                [
+                    episodes[first[s]]
+                    .merge(episodes[second[s]], on=["evaluation", "task_id", "sample"], suffixes=("_a", "_b"))
+                    .assign(seed=s)
+                    for s in seeds
+                ],
+                ignore_index=True,
+            )
+            for evaluation, ep in joined.groupby("evaluation", sort=False):
+                won = ep["won_a"].astype(float) - ep["won_b"].astype(float)
+                score = ep["score_a"].astype(float) - ep["score_b"].astype(float)
+                per_task = (
+                    pd.DataFrame({"task": ep["task_id"], "won": won, "score": score}).groupby("task").mean()
+                )
+                cells = [_difference(per_task["won"], "percent")]
+                if (
+                    not (ep["score_a"] == ep["won_a"].astype(float)).all()
+                    or not (ep["score_b"] == ep["won_b"].astype(float)).all()
+                ):
+                    with_score = True
+                    unit = unit_of("score", pd.concat([ep["score_a"], ep["score_b"]]))
+                    cells.append(_difference(per_task["score"], unit))
+                only = f"{int((won > 0).sum())} / {int((won < 0).sum())}"
+                rows.append(
+                    [
+                        *map(_label, group),
+                        label,
+                        ", ".join(map(str, seeds)),
+                        evaluation,
+                        str(len(per_task)),
+                        only,
+                        *cells,
+                    ]
+                )
+    if with_score:
+        header.append("score")
+        rows = [r + ["—"] * (len(header) - len(r)) for r in rows]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def _difference(values: pd.Series, unit: Unit) -> str:
+    """Mean [95% t-interval] of per-task differences, signed."""
+    mean, low, high = mean_ci(values.tolist())
+    return f"{_show(mean, unit, True)} [{_show(low, unit, True)}, {_show(high, unit, True)}]"
+
+
+def cell_episodes(folders: Mapping[str, Path], cells: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """``load_episodes`` of each of ``cells`` that recorded its final evaluations' episodes."""
+    found = {}
+    for name in cells:
+        with contextlib.suppress(FileNotFoundError):
+            found[name] = load_episodes(folders[name])
+    return found
 
 
 # run_statistics: name -> (metrics column, how its values over the iterations are combined)
@@ -402,6 +497,19 @@ def report(
                     for key, pairs in per_key.items()
                 )
             )
+            episodes = cell_episodes(folders, [r["cell"] for r in rows])
+            if episodes:
+                lacking = len(rows) - len(episodes)
+                tables.append(
+                    "Paired by seed and task (the final evaluations' episodes; the interval is over tasks, "
+                    "for these runs"
+                    + (f"; {lacking} finished cells recorded no episodes" if lacking else "")
+                    + "):\n\n"
+                    + "\n\n".join(
+                        task_paired_table(table, episodes, pairs, [k for k in by if k in table and k != key])
+                        for key, pairs in per_key.items()
+                    )
+                )
         if statistics:
             stats = sweep_statistics(out_dirs[0], (manifest, rows), folders)
             tables.append(markdown_table(stats, [k for k in by if k in stats], statistics_columns(stats)))

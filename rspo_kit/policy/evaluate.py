@@ -1,10 +1,11 @@
-"""Evaluate a policy on a fixed task list: success (and score) with 95% intervals, per task type, pass@k."""
+"""Evaluate a policy on a fixed task list: success (and score) with 95% intervals, per task type, pass@k,
+and every episode's outcome (``EvalResult.episodes``), so two policies can be compared task by task."""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rspo_kit.envs.batch import BatchRunner
@@ -42,9 +43,12 @@ class EvalResult:
     invalid_share: float
     mean_steps: float
     per_kind: dict[str, dict[str, float]]
+    # one dict per episode, in task order: task_id, kind, sample (0..samples-1), won, score, steps
+    episodes: list[dict] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    def to_dict(self, episodes: bool = True) -> dict:
+        d = asdict(self)
+        return d if episodes else {k: v for k, v in d.items() if k != "episodes"}
 
 
 def evaluate(
@@ -69,7 +73,18 @@ def evaluate(
     with BatchRunner(env, n_workers=n_workers, env_kwargs=kwargs) as runner:
         trajs = rollout(policy, runner, tasks, cfg, seed=seed, iteration=0, progress_bar=progress_bar)
     by_task, by_kind = defaultdict(list), defaultdict(list)
+    episodes = []
     for t in trajs:
+        episodes.append(
+            {
+                "task_id": str(t.task_id),
+                "kind": t.kind,
+                "sample": len(by_task[t.task_id]),
+                "won": bool(t.won),
+                "score": float(t.score),
+                "steps": int(t.env_steps),
+            }
+        )
         by_task[t.task_id].append(t.won)
         by_kind[t.kind].append(t.won)
     wins = sum(t.won for t in trajs)
@@ -90,6 +105,7 @@ def evaluate(
         invalid_share=sum(not s.valid for t in trajs for s in t.steps) / max(1, steps),
         mean_steps=steps / max(1, len(trajs)),
         per_kind={k: {"episodes": len(v), "success": sum(v) / len(v)} for k, v in sorted(by_kind.items())},
+        episodes=episodes,
     )
 
 
@@ -168,6 +184,7 @@ def main(argv=None) -> int:
     ap.add_argument("--max-steps", type=int, default=None)
     ap.add_argument("--engine", default=None)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--episodes", default=None, help="also write every episode's outcome to this CSV file")
     ap.add_argument("--teacher-forced", action="store_true", help="per-verb accuracy in the teacher's states")
     ap.add_argument(
         "--on-policy", action="store_true", help="with --teacher-forced: agreement in the policy's own states"
@@ -197,7 +214,12 @@ def main(argv=None) -> int:
         max_steps=args.max_steps,
         env_kwargs={"engine": args.engine} if args.engine else None,
     )
-    print(json.dumps(result.to_dict(), indent=1))
+    if args.episodes:
+        import pandas as pd
+
+        Path(args.episodes).parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(result.episodes).to_csv(args.episodes, index=False)
+    print(json.dumps(result.to_dict(episodes=False), indent=1))
     return 0
 
 

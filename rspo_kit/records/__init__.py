@@ -1,10 +1,12 @@
 """Records that notebooks and widgets read: metrics rows (JSONL), per-turn trajectory tables (parquet),
-and the results a notebook records for batch runs (``RSPO_RESULTS`` lines, ``results.json``).
+the results a notebook records for batch runs (``RSPO_RESULTS`` lines, ``results.json``), and the
+episodes of a run's final evaluations (parquet, one row per task and sample).
 
 Nothing here knows about the trainer's internals: a metrics row is a flat dict of namespaced
 numbers; a trajectory table is one row per turn with the rewards and advantages the update used.
 """
 
+from rspo_kit.records.episodes import load_episodes, write_episodes
 from rspo_kit.records.metrics import MetricsLog, load_metrics
 from rspo_kit.records.notebook import NoResults, has_results, read_results, record, save_figure
 from rspo_kit.records.tables import TURN_COLUMNS, load_turns, turn_table, write_table
@@ -14,11 +16,13 @@ __all__ = [
     "MetricsLog",
     "NoResults",
     "has_results",
+    "load_episodes",
     "load_metrics",
     "load_turns",
     "read_results",
     "record",
     "save_figure",
     "turn_table",
+    "write_episodes",
     "write_table",
 ]

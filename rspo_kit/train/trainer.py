@@ -33,9 +33,9 @@ import torch
 from rspo_kit.envs.batch import BatchRunner
 from rspo_kit.envs.registry import list_tasks, valid_start
 from rspo_kit.policy.adapters import ActorExplorer
-from rspo_kit.policy.evaluate import evaluate
+from rspo_kit.policy.evaluate import EvalResult, evaluate
 from rspo_kit.policy.rollout import Policy, RolloutConfig, Trajectory, rollout
-from rspo_kit.records import MetricsLog, turn_table, write_table
+from rspo_kit.records import MetricsLog, turn_table, write_episodes, write_table
 from rspo_kit.rewards.outcome import OutcomeConfig
 from rspo_kit.rewards.signals import RewardModel
 from rspo_kit.swap import ReplayBuffer, mixed_groups, swap_metrics
@@ -106,6 +106,19 @@ def _uses_lora(cfg: RunConfig, base: Policy) -> bool:
     if cfg.policy.lora is not None:
         return cfg.policy.lora
     return sum(p.numel() for p in base.model.parameters()) > 50e6
+
+
+def _eval_metrics(prefix: str, res: EvalResult) -> dict[str, float]:
+    """An evaluation as metrics under ``prefix`` (``eval``, ``final/eval_unseen``, ...)."""
+    return {
+        f"{prefix}/tasks": float(res.tasks),
+        f"{prefix}/success": res.success,
+        f"{prefix}/ci_low": res.ci_low,
+        f"{prefix}/ci_high": res.ci_high,
+        f"{prefix}/score": res.mean_score,
+        f"{prefix}/invalid_share": res.invalid_share,
+        f"{prefix}/episode_steps": res.mean_steps,
+    }
 
 
 def trained_actor(run_dir: str | Path) -> Policy:
@@ -242,11 +255,15 @@ class Trainer:
 
         Greedy by default; ``greedy=False`` samples one episode per task (seeded by the run's seed).
         """
+        res = self._evaluation(split, n, greedy)
+        return {} if res is None else _eval_metrics(prefix, res)
+
+    def _evaluation(self, split: str | None, n: int | None, greedy: bool) -> EvalResult | None:
         cfg = self.cfg
         n = cfg.train.eval_n if n is None else n
         if n == 0:
-            return {}
-        res = evaluate(
+            return None
+        return evaluate(
             self._learner("actor").policy,
             cfg.env.name,
             split or cfg.train.eval_split,
@@ -258,19 +275,11 @@ class Trainer:
             progress_bar=cfg.train.progress_bar,
             env_kwargs={"engine": cfg.env.engine} if cfg.env.engine else None,
         )
-        return {
-            f"{prefix}/tasks": float(res.tasks),
-            f"{prefix}/success": res.success,
-            f"{prefix}/ci_low": res.ci_low,
-            f"{prefix}/ci_high": res.ci_high,
-            f"{prefix}/score": res.mean_score,
-            f"{prefix}/invalid_share": res.invalid_share,
-            f"{prefix}/episode_steps": res.mean_steps,
-        }
 
     def final_evaluation(self, done: Mapping[str, Any] | None = None) -> dict[str, float]:
         """Each of ``train.final_eval_split``'s splits on ``final_eval_n`` tasks, as ``final/<split>/*``
-        (and sampled, as ``final_sampled/<split>/*``, with ``train.final_eval_sampled``).
+        (and sampled, as ``final_sampled/<split>/*``, with ``train.final_eval_sampled``); every
+        episode goes to the run's ``final_episodes.parquet`` (``rspo_kit.records.episodes``).
 
         Evaluations that ``done`` (a metrics row) already holds on as many tasks are skipped.
         """
@@ -282,7 +291,10 @@ class Trainer:
             size = float(len(list_tasks(self.cfg.env.name, split, n=n)))
             for prefix, greedy in ((f"final/{split}", True), (f"final_sampled/{split}", False)):
                 if (greedy or t.final_eval_sampled) and done.get(f"{prefix}/tasks") != size:
-                    row |= self.evaluate(split, prefix=prefix, n=n, greedy=greedy)
+                    res = self._evaluation(split, n, greedy)
+                    if res is not None:
+                        write_episodes(self.run_dir, prefix, res.episodes)
+                        row |= _eval_metrics(prefix, res)
         return row
 
     def _complete_final_evaluation(self) -> None:
