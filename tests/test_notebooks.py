@@ -207,7 +207,22 @@ def test_05_misalignment_debugger(kernel, tmp_path):
     assert (tau is None) == (results["groups_with_tau"] == 0) and (tau is None or -1 <= tau <= 1)
     assert 0 <= results["hacking_rate"] <= 1 and 0 <= results["step_disagreement"] <= 1
     assert set(results["hacking_by_eps"]) == {"0.0", "1.0"} == set(results["tau_by_eps"])
-    assert (tmp_path / "run" / "process_vs_outcome.html").is_file()
+    assert (tmp_path / "run" / "misalignment" / "process_vs_outcome.html").is_file()
+    # debugging a finished run writes beside its records, never over them (e.g. notebook 04's results.json)
+    own = tmp_path / "run" / "results.json"
+    own.write_text('{"final_eval_success": 0.25}\n')
+    (tmp_path / "again").mkdir()
+    again = execute(
+        "05_misalignment_debugger",
+        kernel,
+        tmp_path / "again",
+        DEBUG_RUN=str(tmp_path / "run"),
+        EPS_VALUES=[0.0],
+    )
+    assert own.read_text() == '{"final_eval_success": 0.25}\n'
+    assert again["trajectories"] == 8 and json.loads(
+        (own.parent / "misalignment" / "results.json").read_text()
+    )
 
 
 def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
