@@ -14,7 +14,8 @@ R=results/issue8_alfworld_s23_gigpo
 mkdir -p $R
 M="final_eval_success final_eval_unseen_success final_sampled_eval_success final_sampled_eval_unseen_success"
 M="$M start_success best_success env_steps iterations"
-.venv/bin/python -m rspo_kit.experiments.report $OUT --statistics --metrics $M > $R/report.md
+.venv/bin/python -m rspo_kit.experiments.report $OUT --statistics --metrics $M \
+  --paired SWAP=true,false --paired SWAP=true,control --paired SWAP=control,false > $R/report.md
 .venv/bin/python - <<'PY'
 from rspo_kit.experiments import aggregate
 from rspo_kit.experiments.report import sweep_statistics
