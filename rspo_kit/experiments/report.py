@@ -240,10 +240,9 @@ def task_paired_table(
                     pd.DataFrame({"task": ep["task_id"], "won": won, "score": score}).groupby("task").mean()
                 )
                 cells = [_difference(per_task["won"], "percent")]
-                if (
-                    not (ep["score_a"] == ep["won_a"].astype(float)).all()
-                    or not (ep["score_b"] == ep["won_b"].astype(float)).all()
-                ):
+                if not (
+                    (ep["score_a"] == ep["won_a"]) & (ep["score_b"] == ep["won_b"])
+                ).all():  # a score of its own
                     with_score = True
                     unit = unit_of("score", pd.concat([ep["score_a"], ep["score_b"]]))
                     cells.append(_difference(per_task["score"], unit))
