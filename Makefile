@@ -62,8 +62,10 @@ demo: setup kernel
 # tasks (held-out train tasks) every 5 iterations, and at the end all 120 tasks of eval and of
 # eval_unseen (greedy and sampled); lr 3e-5, tuned on valid for this (annealed) warm start. The warm
 # start is built once first (same env, cap and SFT settings as the cells, so that the parallel
-# cells share its cache). Resumable: rerun `make sweep` and finished cells are skipped, killed ones
-# continue from their last checkpoint (add SWEEP_FRESH=--fresh to restart them). Results in
+# cells share its cache) and given the cells' final evaluation, its episodes in
+# $(SWEEP_OUT)/warmstart_run (a few minutes; `report $(SWEEP_OUT) --reference $(SWEEP_OUT)/warmstart_run`
+# compares every variant with it task by task). Resumable: rerun `make sweep` and finished cells are
+# skipped, killed ones continue from their last checkpoint (add SWEEP_FRESH=--fresh to restart them). Results in
 # $(SWEEP_OUT): results.csv (one row per cell), summary.csv (means, 95% CIs over seeds),
 # curves.html; `python -m rspo_kit.experiments.report $(SWEEP_OUT)` prints the table. The full grid
 # is days on a 2-core CPU (1-2 CPU-hours a cell, PPO twice that); override any variable, e.g.
@@ -76,13 +78,16 @@ SWEEP_WORKERS   ?= 2
 SWEEP_SFT_UPDATES ?= 1536
 SWEEP_MAX_STEPS ?= 30
 SWEEP_FRESH     ?=
+SWEEP_FINAL_SPLIT ?= eval,eval_unseen
+SWEEP_FINAL_N   ?= 120
 SWEEP_PARAMS    ?= -p PRESET tiny -p INTERACTIVE false -p ITERATIONS 1000 -p MAX_ENV_STEPS 40000 -p LR 0.00003 \
-                   -p EVAL_SPLIT valid -p EVAL_N 40 -p EVAL_EVERY 5 -p FINAL_EVAL_SPLIT eval,eval_unseen \
-                   -p FINAL_EVAL_N 120 -p FINAL_EVAL_SAMPLED true
+                   -p EVAL_SPLIT valid -p EVAL_N 40 -p EVAL_EVERY 5 -p FINAL_EVAL_SPLIT $(SWEEP_FINAL_SPLIT) \
+                   -p FINAL_EVAL_N $(SWEEP_FINAL_N) -p FINAL_EVAL_SAMPLED true
 sweep: setup kernel
 	rm -rf $(SWEEP_OUT)/warmstart_run
 	$(PY) -m rspo_kit.train --preset tiny --env $(SWEEP_ENV) train.iterations=0 train.eval_n=0 \
-	  policy.sft_updates=$(SWEEP_SFT_UPDATES) env.max_steps=$(SWEEP_MAX_STEPS) train.run_dir=$(SWEEP_OUT)/warmstart_run
+	  policy.sft_updates=$(SWEEP_SFT_UPDATES) env.max_steps=$(SWEEP_MAX_STEPS) train.run_dir=$(SWEEP_OUT)/warmstart_run \
+	  train.final_eval_split=$(SWEEP_FINAL_SPLIT) train.final_eval_n=$(SWEEP_FINAL_N) train.final_eval_sampled=true
 	$(PY) -m rspo_kit.experiments.sweep notebooks/04_training.ipynb --grid '$(SWEEP_GRID)' \
 	  --out $(SWEEP_OUT) --workers $(SWEEP_WORKERS) $(SWEEP_FRESH) $(SWEEP_PARAMS) -p ENV $(SWEEP_ENV) \
 	  -p SFT_UPDATES $(SWEEP_SFT_UPDATES) -p MAX_STEPS $(SWEEP_MAX_STEPS)

@@ -279,8 +279,16 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
         OUT=str(out),
         RUN_CELLS=False,
         CURVE="curve_score",
+        REFERENCE=str(out / "SWAP=false__SEED=0"),  # e.g. the warm start; here plain, so plain's row is 0
     )
     assert (summary["cells"], summary["finished"], summary["failed"]) == (4, 2, 0)
+    printed = "".join(
+        "".join(o.get("text", ""))
+        for c in json.loads((tmp_path / "summary" / "06_experiments.ipynb").read_text())["cells"]
+        for o in c.get("outputs", [])
+    )
+    assert "| SWAP | seeds | evaluation | tasks | episodes won only by the runs / the reference |" in printed
+    assert "| False | 0 | final/eval_unseen | 2 | 0 / 0 | +0.0 [+0.0, +0.0] |" in printed
     assert "curve_score vs env steps" in (out / "curves.html").read_text()  # the score curves instead
     assert summary["means"] == results["means"] and not (out / "SWAP=true__SEED=1.ipynb").exists()
 

@@ -663,8 +663,16 @@ def test_killing_the_sweep_stops_its_workers_and_kernels(tiny_notebook, tmp_path
         assert parent.returncode == 130 and "sweep stopped" in parent.stdout.read()
 
 
-def test_paired_report_compares_the_final_episodes_task_by_task(tmp_path, capsys):
-    from rspo_kit.experiments.report import main as report_main
+def _episode_rows(wins: list[int]) -> list[dict]:
+    """``final/eval`` episodes of tasks t0, t1, ... won as ``wins`` says."""
+    return [
+        {"task_id": f"t{i}", "kind": "pick", "sample": 0, "won": bool(w), "score": float(w), "steps": 5}
+        for i, w in enumerate(wins)
+    ]
+
+
+def _episode_sweep(tmp_path: Path) -> Path:
+    """A finished sweep of SWAP × SEED whose cells recorded their final episodes (but one)."""
     from rspo_kit.records import write_episodes
 
     grid = {"SEED": [0, 1], "SWAP": [True, False, "control"]}
@@ -679,25 +687,22 @@ def test_paired_report_compares_the_final_episodes_task_by_task(tmp_path, capsys
         for s, wins in enumerate(per_seed):
             if wins is None:
                 continue
-            ep = [
-                {
-                    "task_id": f"t{i}",
-                    "kind": "pick",
-                    "sample": 0,
-                    "won": bool(w),
-                    "score": float(w),
-                    "steps": 5,
-                }
-                for i, w in enumerate(wins)
-            ]
+            ep = _episode_rows(wins)
             write_episodes(tmp_path / "sweep" / f"SEED={s}__SWAP={v}", "final/eval", ep)
             # a scored env (points): two tasks, the second only evaluated by the RSPO cells' seed 0
             scored = [
                 {**e, "score": 50.0 + 10 * s + 20 * (v == "true")} for e in ep[: 2 if v == "true" else 1]
             ]
             write_episodes(tmp_path / "sweep" / f"SEED={s}__SWAP={v}", "final_sampled/eval", scored)
+    return tmp_path / "sweep"
+
+
+def test_paired_report_compares_the_final_episodes_task_by_task(tmp_path, capsys):
+    from rspo_kit.experiments.report import main as report_main
+
+    sweep = _episode_sweep(tmp_path)
     pairs = ["--paired", "SWAP=true,false", "--paired", "SWAP=true,control"]
-    assert report_main([str(tmp_path / "sweep"), *pairs]) == 0
+    assert report_main([str(sweep), *pairs]) == 0
     lines = capsys.readouterr().out.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("Paired by seed and task"))
     assert lines[first].endswith("; 1 finished cells recorded no episodes):")
@@ -717,3 +722,41 @@ def test_paired_report_compares_the_final_episodes_task_by_task(tmp_path, capsys
     assert table[4] == (
         '| SWAP=true − SWAP="control" | 0 | final/eval | 4 | 2 / 0 | +50.0 [-41.9, +141.9] | — |'
     )
+
+
+def test_report_compares_every_variant_with_a_reference_run_task_by_task(tmp_path, capsys):
+    from rspo_kit.experiments.report import main as report_main
+    from rspo_kit.records import write_episodes
+
+    sweep = _episode_sweep(tmp_path)
+    start = tmp_path / "warmstart_run"  # its greedy eval only: the cells' sampled one is left out
+    write_episodes(start, "final/eval", _episode_rows([0, 1, 1, 0]))
+    assert report_main([str(sweep), "--reference", str(start)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("Against the reference run"))
+    assert lines[first].endswith("; 1 finished cells recorded no episodes):")
+    table = _table("\n".join(lines[first + 2 : first + 7]))
+    assert list(table["True"]) == [
+        *("SWAP", "seeds", "evaluation", "tasks"),
+        *("episodes won only by the runs / the reference", "success − reference"),
+    ]
+    # RSPO's tasks averaged over seeds 1, .5, .5, 0 against 0, 1, 1, 0: +1, -.5, -.5, 0 -> mean 0,
+    # sd 0.7071, t(3) = 3.1824 -> ±1.125; only the runs won seed 0's and seed 1's t0, only the
+    # reference t2 (seed 0) and t1 (seed 1)
+    assert table["True"] == table["True"] | {
+        "seeds": "0, 1",
+        "evaluation": "final/eval",
+        "tasks": "4",
+        "episodes won only by the runs / the reference": "2 / 2",
+        "success − reference": "+0.0 [-112.5, +112.5]",
+    }
+    # plain: .5, .5, 0, .5 − ref = +.5, -.5, -1, +.5 -> -0.125, sd 0.75 -> ±1.193; 2 / 3 episodes
+    assert table["False"]["success − reference"] == "-12.5 [-131.8, +106.8]"
+    assert table["False"]["episodes won only by the runs / the reference"] == "2 / 3"
+    # the control's seed 1 has no episodes: its seed 0 alone, which won nothing (-1 on t1 and t2)
+    assert table["control"]["seeds"] == "0"
+    assert table["control"]["success − reference"] == "-50.0 [-141.9, +41.9]"
+    assert len(table) == 3  # no sampled rows: the reference has no sampled evaluation
+
+    assert report_main([str(sweep), "--reference", str(tmp_path / "nowhere")]) == 2
+    assert "no final_episodes.parquet in" in capsys.readouterr().err

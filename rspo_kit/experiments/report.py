@@ -15,7 +15,9 @@ to read when two variants are close), e.g. RSPO − plain and RSPO − control. 
 recorded their final evaluations' episodes (``final_episodes.parquet``), it adds the same
 differences task by task (``task_paired_table``): each task's difference averaged over the seeds,
 and a 95% interval over the tasks. That interval is about these trained runs on these tasks; the
-seed-by-seed one is the one about the algorithm.
+seed-by-seed one is the one about the algorithm. ``--reference RUN_DIR`` compares every group with
+one run the same way (``reference_table``), e.g. with the warm start (``make sweep`` evaluates it
+into ``OUT/warmstart_run``): did training move the runs past where they started?
 Several folders are read as one sweep (``report OUT OUT2``): seeds or a new knob added later, in a
 second folder with a later checkout (``pooled_sweep``).
 """
@@ -192,6 +194,41 @@ def paired_table(
     return "\n".join(lines)
 
 
+def _task_rows(joined: pd.DataFrame) -> list[tuple[str, list[str], bool]]:
+    """Per evaluation of ``joined`` (episodes of two runs merged on evaluation, task and sample, with
+    ``won_a/_b`` and ``score_a/_b``): the cells ``tasks``, ``episodes won only by a / b`` and the
+    success difference, then the score's where either run's score is not its success; and whether
+    it has that score."""
+    rows = []
+    for evaluation, ep in joined.groupby("evaluation", sort=False):
+        won = ep["won_a"].astype(float) - ep["won_b"].astype(float)
+        score = ep["score_a"].astype(float) - ep["score_b"].astype(float)
+        per_task = pd.DataFrame({"task": ep["task_id"], "won": won, "score": score}).groupby("task").mean()
+        cells = [str(len(per_task)), f"{int((won > 0).sum())} / {int((won < 0).sum())}"]
+        cells.append(_difference(per_task["won"], "percent"))
+        own_score = not ((ep["score_a"] == ep["won_a"]) & (ep["score_b"] == ep["won_b"])).all()
+        if own_score:
+            unit = unit_of("score", pd.concat([ep["score_a"], ep["score_b"]]))
+            cells.append(_difference(per_task["score"], unit))
+        rows.append((str(evaluation), cells, own_score))
+    return rows
+
+
+def _task_lines(header: list[str], rows: list[tuple[list[str], bool]]) -> str:
+    """The Markdown table of ``header`` and ``rows`` (each with whether it has a score column): a
+    ``score`` column is added where any row has one, ``—`` in the rows without."""
+    if any(own for _, own in rows):
+        header = [*header, "score"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for cells, _ in rows:
+        cells = cells + ["—"] * (len(header) - len(cells))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+TASK_COLUMNS = ["evaluation", "tasks", "episodes won only by a / b", "success"]
+
+
 def task_paired_table(
     table: pd.DataFrame,
     episodes: Mapping[str, pd.DataFrame],
@@ -208,9 +245,7 @@ def task_paired_table(
     over tasks of each task's mean difference over seeds and samples, with a 95% t-interval over
     the tasks.
     """
-    header = [*by, "difference", "seeds", "evaluation", "tasks", "episodes won only by a / b", "success"]
-    rows: list[list[str]] = []
-    with_score = False
+    rows: list[tuple[list[str], bool]] = []
     for key, a, b in pairs:
         label = f"{key}={json.dumps(a)} − {key}={json.dumps(b)}"
         groups = table.groupby(list(by), sort=False, dropna=False) if by else [((), table)]
@@ -233,36 +268,44 @@ def task_paired_table(
                 ],
                 ignore_index=True,
             )
-            for evaluation, ep in joined.groupby("evaluation", sort=False):
-                won = ep["won_a"].astype(float) - ep["won_b"].astype(float)
-                score = ep["score_a"].astype(float) - ep["score_b"].astype(float)
-                per_task = (
-                    pd.DataFrame({"task": ep["task_id"], "won": won, "score": score}).groupby("task").mean()
-                )
-                cells = [_difference(per_task["won"], "percent")]
-                if not (
-                    (ep["score_a"] == ep["won_a"]) & (ep["score_b"] == ep["won_b"])
-                ).all():  # a score of its own
-                    with_score = True
-                    unit = unit_of("score", pd.concat([ep["score_a"], ep["score_b"]]))
-                    cells.append(_difference(per_task["score"], unit))
-                only = f"{int((won > 0).sum())} / {int((won < 0).sum())}"
-                rows.append(
-                    [
-                        *map(_label, group),
-                        label,
-                        ", ".join(map(str, seeds)),
-                        evaluation,
-                        str(len(per_task)),
-                        only,
-                        *cells,
-                    ]
-                )
-    if with_score:
-        header.append("score")
-        rows = [r + ["—"] * (len(header) - len(r)) for r in rows]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+            head = [*map(_label, group), label, ", ".join(map(str, seeds))]
+            rows += [([*head, evaluation, *cells], own) for evaluation, cells, own in _task_rows(joined)]
+    return _task_lines([*by, "difference", "seeds", *TASK_COLUMNS], rows)
+
+
+def reference_table(
+    table: pd.DataFrame,
+    episodes: Mapping[str, pd.DataFrame],
+    reference: pd.DataFrame,
+    by: Sequence[str],
+) -> str:
+    """Each group of ``by`` − one reference run (e.g. the sweep's warm start), task by task.
+
+    ``reference`` is that run's ``load_episodes`` frame; every finished cell with episodes is
+    merged with it on evaluation, task and sample (evaluations the reference lacks are left out).
+    Per group and evaluation, as ``task_paired_table``: the tasks, the episodes only the cells won /
+    only the reference won (summed over seeds), and the mean over tasks of each task's success
+    averaged over the seeds minus the reference's, with a 95% t-interval over the tasks — whether
+    training moved these runs past where they started, on these tasks.
+    """
+    rows: list[tuple[list[str], bool]] = []
+    groups = table.groupby(list(by), sort=False, dropna=False) if by else [((), table)]
+    for _, part in groups:
+        cells = part[part["cell"].isin(list(episodes))]
+        if cells.empty:
+            continue
+        joined = pd.concat(
+            [
+                episodes[c].merge(reference, on=["evaluation", "task_id", "sample"], suffixes=("_a", "_b"))
+                for c in cells["cell"]
+            ],
+            ignore_index=True,
+        )
+        seeds = ", ".join(map(str, sorted(cells[SEED_KEY]))) if SEED_KEY in cells else "—"
+        head = [*map(_label, _group_values(part, by)), seeds]
+        rows += [([*head, evaluation, *c], own) for evaluation, c, own in _task_rows(joined)]
+    columns = ["evaluation", "tasks", "episodes won only by the runs / the reference", "success − reference"]
+    return _task_lines([*by, "seeds", *columns], rows)
 
 
 def _difference(values: pd.Series, unit: Unit) -> str:
@@ -461,11 +504,14 @@ def report(
     metrics: Sequence[str] = (),
     statistics: bool = False,
     paired: Sequence[tuple[str, object, object]] = (),
+    reference: str | Path | None = None,
 ) -> str:
     """The Markdown report of the sweep in ``out_dirs``, one folder or several read as one sweep
-    (``pooled_sweep``; see the module docstring)."""
+    (``pooled_sweep``; see the module docstring). ``reference``: a run folder with final episodes
+    (e.g. ``OUT/warmstart_run`` of ``make sweep``) that every group is compared with task by task."""
     out_dirs = [out_dirs] if isinstance(out_dirs, (str, Path)) else list(out_dirs)
     manifest, rows, folders = pooled_sweep(out_dirs)
+    start = load_episodes(reference) if reference is not None else None
     total = len(manifest["cells"])
     finished = {r["cell"] for r in rows}
     unfinished = [
@@ -509,6 +555,15 @@ def report(
                         for key, pairs in per_key.items()
                     )
                 )
+        if start is not None:
+            episodes = cell_episodes(folders, [r["cell"] for r in rows])
+            lacking = len(rows) - len(episodes)
+            tables.append(
+                f"Against the reference run {reference}, task by task (the interval is over tasks, for these runs"
+                + (f"; {lacking} finished cells recorded no episodes" if lacking else "")
+                + "):\n\n"
+                + reference_table(table, episodes, start, [k for k in by if k in table])
+            )
         if statistics:
             stats = sweep_statistics(out_dirs[0], (manifest, rows), folders)
             tables.append(markdown_table(stats, [k for k in by if k in stats], statistics_columns(stats)))
@@ -551,10 +606,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="KEY=A,B",
         help="also A − B seed by seed for two values of a grid key, e.g. SWAP=true,false (repeatable)",
     )
+    ap.add_argument(
+        "--reference",
+        default=None,
+        metavar="RUN_DIR",
+        help="also each group − this run (one with final_episodes.parquet, e.g. OUT/warmstart_run of "
+        "`make sweep`), task by task",
+    )
     args = ap.parse_args(argv)
     try:
         pairs = [parse_pair(p) for p in args.paired]
-        print(report(args.out, args.metrics, args.statistics, pairs))
+        print(report(args.out, args.metrics, args.statistics, pairs, args.reference))
     except (FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
