@@ -462,6 +462,29 @@ def test_an_env_step_budget_ends_the_run_with_an_evaluation_of_every_final_split
         assert ep["steps"].mean() == m[f"{prefix}/episode_steps"].iloc[-1]
 
 
+def test_a_run_of_no_iterations_gives_its_starting_policy_every_final_evaluation(tmp_path):
+    """What ``make sweep`` does with its warm start, so that every variant can be compared with it."""
+    from rspo_kit.records import load_episodes
+
+    cfg = _smoke(
+        "dial",
+        "grpo",
+        "plain",
+        tmp_path,
+        train__iterations=0,
+        train__eval_n=0,  # no start evaluation: the final ones alone
+        train__final_eval_split="eval,eval_unseen",
+        train__final_eval_n=3,
+        train__final_eval_sampled=True,
+    )
+    m = train(cfg).metrics
+    assert m["iteration"].tolist() == [0] and "eval/success" not in m
+    episodes = load_episodes(cfg.train.run_dir)
+    for prefix in ("final/eval", "final_sampled/eval", "final/eval_unseen", "final_sampled/eval_unseen"):
+        ep = episodes[episodes["evaluation"] == prefix]
+        assert len(ep) == 3 and ep["won"].mean() == m[f"{prefix}/success"].iloc[-1]
+
+
 def test_unknown_evaluation_splits_fail_before_training(tmp_path):
     cfg = _smoke("alfworld", "grpo", "plain", tmp_path, train__final_eval_split="eval,test")
     with pytest.raises(ValueError, match=r"train\.final_eval_split: .*'test'"):
