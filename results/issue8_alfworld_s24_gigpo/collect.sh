@@ -47,4 +47,12 @@ cp $OUT/curves.html $R/
        "EXTRA_METRICS": ["final_eval_unseen_success", "final_sampled_eval_success", "final_sampled_eval_unseen_success",
                          "start_success", "best_success", "env_steps", "iterations"]}' > /dev/null 2>&1
 cp $OUT/summary_bars.html $R/ 2>/dev/null || true
+# the misalignment debugger (notebook 05, reads the turn tables; seconds) on RSPO's seed 2 and the process-only run
+nb05() {  # run_folder name
+  .venv/bin/papermill -k rspo-kit notebooks/05_misalignment_debugger.ipynb $R/05_misalignment_$2.ipynb --cwd . \
+    -p DEBUG_RUN "$1" -p INTERACTIVE False -p THREADS 1 > /dev/null 2>&1 || echo "notebook 05 failed on $1"
+}
+nb05 "$OUT/ALGO=gigpo__SWAP=true__SEED=2" seed2_rspo
+P0=runs/sweeps/s24_alfworld_process/ALGO=gigpo__SWAP=process__SEED=0
+if [ -d $P0 ]; then nb05 $P0 seed0_process; fi
 ls -la $R; cat $R/report.md
