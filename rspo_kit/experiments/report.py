@@ -194,39 +194,32 @@ def paired_table(
     return "\n".join(lines)
 
 
-def _task_rows(joined: pd.DataFrame) -> list[tuple[str, list[str], bool]]:
+def _task_rows(joined: pd.DataFrame) -> list[list[str]]:
     """Per evaluation of ``joined`` (episodes of two runs merged on evaluation, task and sample, with
-    ``won_a/_b`` and ``score_a/_b``): the cells ``tasks``, ``episodes won only by a / b`` and the
-    success difference, then the score's where either run's score is not its success; and whether
-    it has that score."""
+    ``won_a/_b`` and ``score_a/_b``): the evaluation, ``tasks``, ``episodes won only by a / b`` and
+    the success difference, then the score's where either run's score is not its success."""
     rows = []
     for evaluation, ep in joined.groupby("evaluation", sort=False):
         won = ep["won_a"].astype(float) - ep["won_b"].astype(float)
         score = ep["score_a"].astype(float) - ep["score_b"].astype(float)
         per_task = pd.DataFrame({"task": ep["task_id"], "won": won, "score": score}).groupby("task").mean()
-        cells = [str(len(per_task)), f"{int((won > 0).sum())} / {int((won < 0).sum())}"]
+        cells = [str(evaluation), str(len(per_task)), f"{int((won > 0).sum())} / {int((won < 0).sum())}"]
         cells.append(_difference(per_task["won"], "percent"))
-        own_score = not ((ep["score_a"] == ep["won_a"]) & (ep["score_b"] == ep["won_b"])).all()
-        if own_score:
+        if not ((ep["score_a"] == ep["won_a"]) & (ep["score_b"] == ep["won_b"])).all():  # a score of its own
             unit = unit_of("score", pd.concat([ep["score_a"], ep["score_b"]]))
             cells.append(_difference(per_task["score"], unit))
-        rows.append((str(evaluation), cells, own_score))
+        rows.append(cells)
     return rows
 
 
-def _task_lines(header: list[str], rows: list[tuple[list[str], bool]]) -> str:
-    """The Markdown table of ``header`` and ``rows`` (each with whether it has a score column): a
-    ``score`` column is added where any row has one, ``—`` in the rows without."""
-    if any(own for _, own in rows):
+def _task_lines(header: list[str], rows: list[list[str]]) -> str:
+    """The Markdown table of ``header`` and ``rows``: a ``score`` column is added where a row is one
+    cell longer than the header (``_task_rows`` gave it a score), ``—`` in the rows without."""
+    if any(len(r) > len(header) for r in rows):
         header = [*header, "score"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for cells, _ in rows:
-        cells = cells + ["—"] * (len(header) - len(cells))
-        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["| " + " | ".join(r + ["—"] * (len(header) - len(r))) + " |" for r in rows]
     return "\n".join(lines)
-
-
-TASK_COLUMNS = ["evaluation", "tasks", "episodes won only by a / b", "success"]
 
 
 def task_paired_table(
@@ -245,7 +238,7 @@ def task_paired_table(
     over tasks of each task's mean difference over seeds and samples, with a 95% t-interval over
     the tasks.
     """
-    rows: list[tuple[list[str], bool]] = []
+    rows: list[list[str]] = []
     for key, a, b in pairs:
         label = f"{key}={json.dumps(a)} − {key}={json.dumps(b)}"
         groups = table.groupby(list(by), sort=False, dropna=False) if by else [((), table)]
@@ -269,8 +262,9 @@ def task_paired_table(
                 ignore_index=True,
             )
             head = [*map(_label, group), label, ", ".join(map(str, seeds))]
-            rows += [([*head, evaluation, *cells], own) for evaluation, cells, own in _task_rows(joined)]
-    return _task_lines([*by, "difference", "seeds", *TASK_COLUMNS], rows)
+            rows += [head + cells for cells in _task_rows(joined)]
+    columns = ["evaluation", "tasks", "episodes won only by a / b", "success"]
+    return _task_lines([*by, "difference", "seeds", *columns], rows)
 
 
 def reference_table(
@@ -288,7 +282,7 @@ def reference_table(
     averaged over the seeds minus the reference's, with a 95% t-interval over the tasks — whether
     training moved these runs past where they started, on these tasks.
     """
-    rows: list[tuple[list[str], bool]] = []
+    rows: list[list[str]] = []
     groups = table.groupby(list(by), sort=False, dropna=False) if by else [((), table)]
     for _, part in groups:
         cells = part[part["cell"].isin(list(episodes))]
@@ -303,7 +297,7 @@ def reference_table(
         )
         seeds = ", ".join(map(str, sorted(cells[SEED_KEY]))) if SEED_KEY in cells else "—"
         head = [*map(_label, _group_values(part, by)), seeds]
-        rows += [([*head, evaluation, *c], own) for evaluation, c, own in _task_rows(joined)]
+        rows += [head + c for c in _task_rows(joined)]
     columns = ["evaluation", "tasks", "episodes won only by the runs / the reference", "success − reference"]
     return _task_lines([*by, "seeds", *columns], rows)
 
@@ -533,6 +527,12 @@ def report(
                 m for m in FALLBACK_METRICS if m in table
             ]
         tables.append(markdown_table(table, [k for k in by if k in table], metrics))
+        # the final episodes, read once for the task-by-task tables
+        episodes = cell_episodes(folders, [r["cell"] for r in rows]) if paired or start is not None else {}
+        lacking = len(rows) - len(episodes)
+        caption = "the interval is over tasks, for these runs" + (
+            f"; {lacking} finished cells recorded no episodes" if lacking else ""
+        )
         if paired:  # one table per paired key, grouped by every other key that varies
             per_key = {key: [p for p in paired if p[0] == key] for key, _, _ in paired}
             tables.append(
@@ -542,26 +542,17 @@ def report(
                     for key, pairs in per_key.items()
                 )
             )
-            episodes = cell_episodes(folders, [r["cell"] for r in rows])
             if episodes:
-                lacking = len(rows) - len(episodes)
                 tables.append(
-                    "Paired by seed and task (the final evaluations' episodes; the interval is over tasks, "
-                    "for these runs"
-                    + (f"; {lacking} finished cells recorded no episodes" if lacking else "")
-                    + "):\n\n"
+                    f"Paired by seed and task (the final evaluations' episodes; {caption}):\n\n"
                     + "\n\n".join(
                         task_paired_table(table, episodes, pairs, [k for k in by if k in table and k != key])
                         for key, pairs in per_key.items()
                     )
                 )
         if start is not None:
-            episodes = cell_episodes(folders, [r["cell"] for r in rows])
-            lacking = len(rows) - len(episodes)
             tables.append(
-                f"Against the reference run {reference}, task by task (the interval is over tasks, for these runs"
-                + (f"; {lacking} finished cells recorded no episodes" if lacking else "")
-                + "):\n\n"
+                f"Against the reference run {reference}, task by task ({caption}):\n\n"
                 + reference_table(table, episodes, start, [k for k in by if k in table])
             )
         if statistics:
