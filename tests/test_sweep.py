@@ -322,6 +322,21 @@ def test_report_reads_several_folders_as_one_sweep(tmp_path, capsys):
         "|---|---|---|---|",
         "| None | SWAP=true − SWAP=false | 0, 1, 2 | +2.0 / +2.0 / +2.0 → +2.0 [+2.0, +2.0] |",
     ]
+    # cells told apart by two keys (the ablation − plain): one table, grouped by neither key
+    across = ["--paired", "SWAP=true&REPLAY_RATIO=0.0,SWAP=false"]
+    assert report_main([*folders, "--metrics", "final_eval_score", *across]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    paired = lines[lines.index("Paired by seed:") + 2 :]
+    # seeds 0, 1: 39 − 40, 41 − 41 -> mean -0.5, sd 0.7071, t(1) = 12.706 -> ±6.35
+    assert paired[:3] == [
+        "| difference | seeds | final_eval_score |",
+        "|---|---|---|",
+        "| SWAP=true, REPLAY_RATIO=0.0 − SWAP=false | 0, 1 | -1.0 / +0.0 → -0.5 [-6.9, +5.9] |",
+    ]
+    assert report_main([*folders, "--paired", "SWAP=true&REPLAY_RATIO,SWAP=false"]) == 2
+    assert "K=A&L=C,K=B" in capsys.readouterr().err
+    assert report_main([*folders, "--paired", "SWAP=true&NOPE=1,SWAP=false"]) == 2
+    assert "no grid key 'NOPE'" in capsys.readouterr().err
     table = pd.DataFrame({"SEED": [0, 0, 0], "SWAP": [True, False, True], "x": [1.0] * 3})
     table["R"] = pd.Series([None, None, 0.0], dtype=object)  # as the report keeps grid values
     with pytest.raises(ValueError, match="share a seed"):  # SWAP tells the two R=None cells apart

@@ -11,7 +11,9 @@ look at first when a variant loses — and a third of the same for the cells sti
 they got (to tune on, e.g. the explorer's edge over the actor).
 ``--paired SWAP=true,false`` adds the differences between two values of a grid key seed by seed
 (cells that share a seed share their warm start and task draws, so the paired interval is the one
-to read when two variants are close), e.g. RSPO − plain and RSPO − control. Where the cells
+to read when two variants are close), e.g. RSPO − plain and RSPO − control; cells told apart by
+several keys pair the same way (``--paired 'SWAP="control"&REPLAY_RATIO=0.0,SWAP=false'``: an
+ablation in a second folder − plain). Where the cells
 recorded their final evaluations' episodes (``final_episodes.parquet``), it adds the same
 differences task by task (``task_paired_table``): each task's difference averaged over the seeds,
 and a 95% interval over the tasks. That interval is about these trained runs on these tasks; the
@@ -136,46 +138,87 @@ def _frame(rows: Sequence[Mapping], keys: Sequence[str]) -> pd.DataFrame:
     return table
 
 
-def parse_pair(text: str) -> tuple[str, object, object]:
-    """``"KEY=A,B"`` (values as in a grid, read by ``parse_value``) to ``(KEY, A, B)``.
+# a pair of variants to difference: (KEY, A, B) for two values of one key, or ({KEY: A, ...},
+# {KEY: B, ...}) for cells told apart by several keys (e.g. the control with its replay off − plain)
+Pair = tuple[str, object, object] | tuple[Mapping[str, object], Mapping[str, object]]
+
+
+def parse_pair(text: str) -> Pair:
+    """``"KEY=A,B"`` to ``(KEY, A, B)``; ``"K=A&L=C,K=B"`` to ``({K: A, L: C}, {K: B})`` (values as
+    in a grid, read by ``parse_value``).
 
     >>> parse_pair("SWAP=true,control")
     ('SWAP', True, 'control')
+    >>> parse_pair('SWAP="control"&REPLAY_RATIO=0.0,SWAP=false')
+    ({'SWAP': 'control', 'REPLAY_RATIO': 0.0}, {'SWAP': False})
     """
     key, sep, values = text.partition("=")
     parts = values.split(",")
-    if not sep or not key or len(parts) != 2 or not all(parts):
-        raise ValueError(f"--paired takes KEY=A,B (e.g. SWAP=true,false), got {text!r}")
-    return key, parse_value(parts[0]), parse_value(parts[1])
+    if sep and key and len(parts) == 2 and all(parts) and "=" not in parts[1] and "&" not in values:
+        return key, parse_value(parts[0]), parse_value(parts[1])
+    sides = text.split(",")
+    terms = [[t.partition("=") for t in side.split("&")] for side in sides]
+    if len(sides) != 2 or not all(k and sep and v for side in terms for k, sep, v in side):
+        raise ValueError(f"--paired takes KEY=A,B (e.g. SWAP=true,false) or K=A&L=C,K=B, got {text!r}")
+    a, b = ({k: parse_value(v) for k, _, v in side} for side in terms)
+    return a, b
 
 
-def _pair_cells(part: pd.DataFrame, key: str, value: object) -> pd.DataFrame:
-    """The rows of ``part`` whose ``key`` is ``value`` (True is not 1, "true" is not True)."""
-    return part[part[key].map(lambda v: v == value and type(v) is type(value))]
+def _sides(pair: Pair) -> tuple[dict[str, object], dict[str, object]]:
+    """A pair as the grid values that select its two sides: ``({key: a}, {key: b})``."""
+    if len(pair) == 3:
+        key, a, b = pair
+        return {key: a}, {key: b}
+    return dict(pair[0]), dict(pair[1])
+
+
+def pair_keys(pair: Pair) -> list[str]:
+    """The grid keys a pair's sides differ in or select by (not to group by), in order."""
+    a, b = _sides(pair)
+    return [*a, *(k for k in b if k not in a)]
+
+
+def _pair_label(pair: Pair) -> str:
+    """``KEY=a − KEY=b``; for several keys ``K=a, L=c − K=b``."""
+    return " − ".join(", ".join(f"{k}={json.dumps(v)}" for k, v in side.items()) for side in _sides(pair))
+
+
+def _pair_cells(part: pd.DataFrame, side: Mapping[str, object]) -> pd.DataFrame:
+    """The rows of ``part`` whose grid values are ``side``'s (True is not 1, "true" is not True)."""
+    keep = pd.Series(True, index=part.index)
+    for key, value in side.items():
+        keep &= part[key].map(lambda v, value=value: v == value and type(v) is type(value))
+    return part[keep]
+
+
+def _check_keys(table: pd.DataFrame, pair: Pair) -> None:
+    for key in pair_keys(pair):
+        if key not in table:
+            raise ValueError(f"no grid key {key!r}; the cells have {sorted(table.columns)}")
 
 
 def paired_table(
     table: pd.DataFrame,
-    pairs: Sequence[tuple[str, object, object]],
+    pairs: Sequence[Pair],
     by: Sequence[str],
     metrics: Sequence[str],
 ) -> str:
-    """For each ``(key, a, b)`` and group of ``by``: ``a − b`` of every metric seed by seed (seeds
-    where both finished), then the mean difference and its 95% t-interval; rates in percentage
-    points, scores in their units. A group where no seed finished both is left out."""
+    """For each pair (``(key, a, b)`` or ``({key: a, ...}, {key: b, ...})``) and group of ``by``:
+    ``a − b`` of every metric seed by seed (seeds where both finished), then the mean difference
+    and its 95% t-interval; rates in percentage points, scores in their units. A group where no
+    seed finished both is left out."""
     if SEED_KEY not in table:
         raise ValueError(f"paired differences need the grid key {SEED_KEY!r}")
     header = [*by, "difference", "seeds", *metrics]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     units = {m: unit_of(m, table[m]) for m in metrics}
-    for key, a, b in pairs:
-        if key not in table:
-            raise ValueError(f"no grid key {key!r}; the cells have {sorted(table.columns)}")
-        label = f"{key}={json.dumps(a)} − {key}={json.dumps(b)}"
+    for pair in pairs:
+        _check_keys(table, pair)
+        label = _pair_label(pair)
         groups = table.groupby(list(by), sort=False, dropna=False) if by else [((), table)]
         for _, part in groups:
             group = _group_values(part, by)
-            first, second = (_pair_cells(part, key, x).set_index(SEED_KEY) for x in (a, b))
+            first, second = (_pair_cells(part, side).set_index(SEED_KEY) for side in _sides(pair))
             if not (first.index.is_unique and second.index.is_unique):
                 raise ValueError(
                     f"{label}: several cells of {dict(zip(by, group, strict=True))} share a seed; "
@@ -225,10 +268,10 @@ def _task_lines(header: list[str], rows: list[list[str]]) -> str:
 def task_paired_table(
     table: pd.DataFrame,
     episodes: Mapping[str, pd.DataFrame],
-    pairs: Sequence[tuple[str, object, object]],
+    pairs: Sequence[Pair],
     by: Sequence[str],
 ) -> str:
-    """For each ``(key, a, b)``, group of ``by`` and final evaluation: ``a − b`` task by task.
+    """For each pair (as ``paired_table``), group of ``by`` and final evaluation: ``a − b`` task by task.
 
     ``table`` has one row per finished cell (its ``cell`` name, grid keys and seed); ``episodes``
     maps a cell to its ``load_episodes`` frame (cells without one are left out). Episodes pair by
@@ -239,12 +282,13 @@ def task_paired_table(
     the tasks.
     """
     rows: list[list[str]] = []
-    for key, a, b in pairs:
-        label = f"{key}={json.dumps(a)} − {key}={json.dumps(b)}"
+    for pair in pairs:
+        _check_keys(table, pair)
+        label = _pair_label(pair)
         groups = table.groupby(list(by), sort=False, dropna=False) if by else [((), table)]
         for _, part in groups:
             group = _group_values(part, by)
-            first, second = (_pair_cells(part, key, x).set_index(SEED_KEY)["cell"] for x in (a, b))
+            first, second = (_pair_cells(part, side).set_index(SEED_KEY)["cell"] for side in _sides(pair))
             seeds = sorted(
                 s
                 for s in set(first.index) & set(second.index)
@@ -497,7 +541,7 @@ def report(
     out_dirs: str | Path | Sequence[str | Path],
     metrics: Sequence[str] = (),
     statistics: bool = False,
-    paired: Sequence[tuple[str, object, object]] = (),
+    paired: Sequence[Pair] = (),
     reference: str | Path | None = None,
 ) -> str:
     """The Markdown report of the sweep in ``out_dirs``, one folder or several read as one sweep
@@ -533,21 +577,26 @@ def report(
         caption = "the interval is over tasks, for these runs" + (
             f"; {lacking} finished cells recorded no episodes" if lacking else ""
         )
-        if paired:  # one table per paired key, grouped by every other key that varies
-            per_key = {key: [p for p in paired if p[0] == key] for key, _, _ in paired}
+        if paired:  # one table per set of paired keys, grouped by every other key that varies
+            per_keys: dict[tuple[str, ...], list[Pair]] = {}
+            for pair in paired:
+                per_keys.setdefault(tuple(pair_keys(pair)), []).append(pair)
+
+            def others(keys: tuple[str, ...]) -> list[str]:
+                return [k for k in by if k in table and k not in keys]
+
             tables.append(
                 "Paired by seed:\n\n"
                 + "\n\n".join(
-                    paired_table(table, pairs, [k for k in by if k in table and k != key], metrics)
-                    for key, pairs in per_key.items()
+                    paired_table(table, pairs, others(keys), metrics) for keys, pairs in per_keys.items()
                 )
             )
             if episodes:
                 tables.append(
                     f"Paired by seed and task (the final evaluations' episodes; {caption}):\n\n"
                     + "\n\n".join(
-                        task_paired_table(table, episodes, pairs, [k for k in by if k in table and k != key])
-                        for key, pairs in per_key.items()
+                        task_paired_table(table, episodes, pairs, others(keys))
+                        for keys, pairs in per_keys.items()
                     )
                 )
         if start is not None:
@@ -595,7 +644,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="KEY=A,B",
-        help="also A − B seed by seed for two values of a grid key, e.g. SWAP=true,false (repeatable)",
+        help="also A − B seed by seed for two values of a grid key, e.g. SWAP=true,false, or for cells "
+        "told apart by several keys, e.g. 'SWAP=\"control\"&REPLAY_RATIO=0.0,SWAP=false' (repeatable)",
     )
     ap.add_argument(
         "--reference",
