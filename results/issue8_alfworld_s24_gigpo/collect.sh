@@ -23,6 +23,7 @@ MORE=$(ls -d runs/sweeps/s24_alfworld_process runs/sweeps/s24_alfworld_replay_of
 if [ -n "$MORE" ]; then
   .venv/bin/python -m rspo_kit.experiments.report $OUT $MORE --statistics --metrics $M --reference $WARM \
     --paired SWAP=process,false --paired SWAP=process,true --paired REPLAY_RATIO=0.0,null \
+    --paired 'SWAP="control"&REPLAY_RATIO=0.0,SWAP=false' --paired 'SWAP="control"&REPLAY_RATIO=0.0,SWAP=true' \
     > $R/report_second_wave.md || true
 fi
 .venv/bin/python - <<'PY'
