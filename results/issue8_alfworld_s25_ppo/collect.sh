@@ -12,6 +12,9 @@ M="final_eval_success final_eval_unseen_success final_sampled_eval_success final
 M="$M start_success best_success env_steps iterations"
 .venv/bin/python -m rspo_kit.experiments.report $OUT --statistics --metrics $M --reference $WARM \
   --paired SWAP=true,false --paired SWAP=true,control --paired SWAP=control,false > $R/report.md
+# PPO against GiGPO (sessions 22-24, the same warm start, seeds and tasks), variant by variant
+.venv/bin/python -m rspo_kit.experiments.report runs/sweeps/s22_alfworld_gigpo $OUT --metrics $M --paired ALGO=ppo,gigpo \
+  > $R/report_ppo_vs_gigpo.md
 .venv/bin/python - <<'PY'
 import glob, os
 import pandas as pd
