@@ -775,3 +775,46 @@ def test_report_compares_every_variant_with_a_reference_run_task_by_task(tmp_pat
 
     assert report_main([str(sweep), "--reference", str(tmp_path / "nowhere")]) == 2
     assert "no final_episodes.parquet in" in capsys.readouterr().err
+
+
+def test_an_archived_sweep_reports_as_the_sweep_did_without_its_notebooks(tmp_path, capsys):
+    from rspo_kit.experiments.archive import main as archive_main
+    from rspo_kit.experiments.report import main as report_main
+    from rspo_kit.records import write_episodes
+
+    sweep = _episode_sweep(tmp_path)
+    for name in json.loads((sweep / "sweep.json").read_text())["cells"]:  # logs for --statistics
+        rows = [
+            {"iteration": k, "rollout/cumulative_env_steps": 100.0 * k, "rollout/success": 0.1 * k}
+            for k in (0, 1)
+        ]
+        (sweep / name).mkdir(exist_ok=True)
+        (sweep / name / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_episodes(sweep / "warmstart_run", "final/eval", _episode_rows([0, 1, 1, 0]))
+    (sweep / "SEED=0__SWAP=true" / "checkpoint.pt").write_bytes(b"\0" * 1000)  # not archived
+    args = ["--paired", "SWAP=true,false", "--statistics"]
+    assert report_main([str(sweep), *args, "--reference", str(sweep / "warmstart_run")]) == 0
+    before = capsys.readouterr().out
+
+    archive = tmp_path / "results" / "archive"
+    assert archive_main([str(sweep), str(archive)]) == 0
+    assert capsys.readouterr().out.startswith("archived 6 finished cells")
+    assert not list(archive.glob("*.ipynb")) and not list(archive.rglob("checkpoint.pt"))
+    assert sorted(p.name for p in (archive / "SEED=0__SWAP=true").iterdir()) == [
+        "final_episodes.parquet",
+        "metrics.jsonl",
+        "results.json",
+    ]
+    assert report_main([str(archive), *args, "--reference", str(archive / "warmstart_run")]) == 0
+    after = capsys.readouterr().out
+    assert after == before.replace(str(sweep), str(archive))
+    assert "Paired by seed and task" in after and "Against the reference run" in after
+    assert aggregate(archive)["final_eval_success"].tolist() == [0.25] * 6
+
+    # a cell whose notebook exists but did not finish is not finished, whatever its run folder holds
+    (sweep / "SEED=1__SWAP=false").mkdir(exist_ok=True)
+    (sweep / "SEED=1__SWAP=false" / "results.json").write_text('{"final_eval_success": 0.9}')
+    (sweep / "SEED=1__SWAP=false.ipynb").write_text("{")  # killed while it was being written
+    assert len(aggregate(sweep)) == 5
+    assert archive_main([str(sweep), str(sweep)]) == 2
+    assert "not into itself" in capsys.readouterr().err

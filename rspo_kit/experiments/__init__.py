@@ -3,6 +3,8 @@
 ``run_sweep`` executes a notebook over a grid (in parallel processes, resumable); ``aggregate``
 collects the results each cell recorded (``rspo_kit.records.record``) into one table with 95%
 intervals over seeds and a figure of the learning curves. CLI: ``python -m rspo_kit.experiments.sweep``.
+``report`` prints a sweep (or several pooled) as Markdown tables; ``archive`` keeps a sweep's results,
+final episodes and logs, without checkpoints, in a folder to commit that ``report`` reads like the sweep.
 """
 
 __all__ = [

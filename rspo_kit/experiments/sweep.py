@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from rspo_kit.paths import atomic_write_text
-from rspo_kit.records.notebook import NoResults, has_results, read_results
+from rspo_kit.records.notebook import RESULTS_FILE, NoResults, has_results, read_results
 
 KERNEL_NAME = "rspo-kit"  # registered from this virtualenv by ensure_kernel() / `make kernel`
 MANIFEST = "sweep.json"
@@ -487,7 +487,9 @@ def _scalar(value: Any) -> bool:
 
 def load_sweep(out_dir: str | os.PathLike) -> tuple[dict, list[dict]]:
     """The manifest and, per cell with results, ``{"cell", grid values..., results...}`` (all values),
-    in the order the grids listed the cells (e.g. plain, RSPO, control)."""
+    in the order the grids listed the cells (e.g. plain, RSPO, control). A cell's results are its
+    output notebook's; a cell without a notebook (an archive, ``rspo_kit.experiments.archive``) is
+    read from its run folder's ``results.json``."""
     out = Path(out_dir)
     path = out / MANIFEST
     if not path.exists():
@@ -498,7 +500,10 @@ def load_sweep(out_dir: str | os.PathLike) -> tuple[dict, list[dict]]:
         try:
             results = read_results(out / f"{name}.ipynb")
         except NoResults:
-            continue
+            archived = out / name / RESULTS_FILE
+            if (out / f"{name}.ipynb").exists() or not archived.exists():
+                continue
+            results = json.loads(archived.read_text())
         rows.append({"cell": name, **params, **results})
     return manifest, rows
 
