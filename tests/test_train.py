@@ -646,3 +646,30 @@ def test_a_warm_start_by_updates_is_cached_apart_from_one_by_minutes_and_ignores
     assert key(sft_minutes=2.0) != key(sft_minutes=10.0)
     with pytest.raises(ValueError, match="sft_updates"):
         preset("tiny", policy__sft_updates=0)
+
+
+def test_a_warm_start_trains_on_one_thread_whatever_the_caller_set(tmp_path, monkeypatch):
+    """SFT's rounding depends on the thread count: the cached warm start must not depend on it."""
+    import rspo_kit.policy.sft as sft_module
+    import rspo_kit.train.setup as setup_module
+
+    seen = []
+    original = sft_module.warm_start
+
+    def counting(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(sft_module, "warm_start", counting)
+    monkeypatch.setattr(setup_module, "cache_dir", lambda: tmp_path / "cache")
+    cfg = _smoke("dial", "grpo", "plain", tmp_path, policy__warmstart=True, policy__sft_updates=2)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        _, report = setup_module.initial_policy(cfg, progress_bar=False)
+        assert torch.get_num_threads() == 2  # the caller's threads again
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [setup_module.WARMSTART_THREADS] == [1]
+    assert report["cached"] is False and report["sft_updates"] == 2
+    assert setup_module.initial_policy(cfg, progress_bar=False)[1]["cached"] is True
