@@ -29,9 +29,9 @@ from pathlib import Path
 from rspo_kit.experiments.sweep import MANIFEST, load_sweep
 from rspo_kit.paths import atomic_write_text
 from rspo_kit.records.episodes import EPISODES_FILE
+from rspo_kit.records.metrics import METRICS_FILE
 from rspo_kit.records.notebook import RESULTS_FILE
 
-METRICS_FILE = "metrics.jsonl"
 KEPT = (EPISODES_FILE, METRICS_FILE)  # copied as they are from each run folder
 
 

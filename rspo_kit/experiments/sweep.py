@@ -497,11 +497,11 @@ def load_sweep(out_dir: str | os.PathLike) -> tuple[dict, list[dict]]:
     manifest = json.loads(path.read_text())
     rows = []
     for name, params in manifest["cells"].items():
+        notebook, archived = out / f"{name}.ipynb", out / name / RESULTS_FILE
         try:
-            results = read_results(out / f"{name}.ipynb")
+            results = read_results(notebook)
         except NoResults:
-            archived = out / name / RESULTS_FILE
-            if (out / f"{name}.ipynb").exists() or not archived.exists():
+            if notebook.exists() or not archived.exists():
                 continue
             results = json.loads(archived.read_text())
         rows.append({"cell": name, **params, **results})

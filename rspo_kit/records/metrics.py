@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
+METRICS_FILE = "metrics.jsonl"  # a run's metrics rows, in its run folder
+
 
 def _clean(value):
     if isinstance(value, float) and not math.isfinite(value):
@@ -44,7 +46,7 @@ class MetricsLog:
 
 def load_metrics(run_dir: str | Path) -> pd.DataFrame:
     """The metrics of a run directory, one row per iteration (row 0: the starting point)."""
-    path = Path(run_dir) / "metrics.jsonl"
+    path = Path(run_dir) / METRICS_FILE
     if not path.exists():
-        raise FileNotFoundError(f"no metrics.jsonl in {run_dir}")
+        raise FileNotFoundError(f"no {METRICS_FILE} in {run_dir}")
     return pd.DataFrame([json.loads(line) for line in path.read_text().splitlines() if line.strip()])
