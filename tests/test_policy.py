@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import random
+from pathlib import Path
 
 import pytest
 import torch
@@ -461,6 +463,31 @@ def test_saved_policy_loads_with_its_mode_and_weights(tiny, tmp_path):
     from rspo_kit.policy.evaluate import main as evaluate_main
 
     assert evaluate_main(["--policy", str(folder), "--env", "alfworld", "--n", "1", "--max-steps", "2"]) == 0
+
+
+def test_two_processes_building_one_cache_entry_both_get_it(tiny, tmp_path, monkeypatch):
+    """Seen in session 27: two runs started together built the tiny preset into one ``.tmp`` folder and
+    one crashed. Each process now writes its own sibling, and a cache entry another process moved in
+    first is kept."""
+    from rspo_kit.policy.models import save_checkpoint
+
+    folder = tmp_path / "tiny-seed0"
+    first = save_checkpoint(tiny.model, tiny.tokenizer, {"by": "the other process"}, folder, replace=False)
+    save_pretrained = type(tiny.model).save_pretrained
+
+    def racing(model, path, **kw):  # the other process finishes its copy while we write ours
+        assert Path(path).parent == tmp_path and Path(path) != folder
+        assert (first / "config.json").is_file()
+        save_pretrained(model, path, **kw)
+
+    monkeypatch.setattr(type(tiny.model), "save_pretrained", racing)
+    real_exists = Path.exists  # the entry was not there yet when we looked
+    monkeypatch.setattr(Path, "exists", lambda p: False if p == folder else real_exists(p))
+    assert save_checkpoint(tiny.model, tiny.tokenizer, {"by": "us"}, folder, replace=False) == folder
+    assert json.loads((folder / "rspo_preset.json").read_text()) == {"by": "the other process"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny-seed0"]  # our copy is gone, not left beside
+    with pytest.raises(OSError):  # a checkpoint the caller replaces is the caller's race: it is not hidden
+        save_checkpoint(tiny.model, tiny.tokenizer, {"by": "us"}, folder)
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Literal
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, Qwen2Config, Qwen2ForCausalLM
 
-from rspo_kit.paths import cache_dir
+from rspo_kit.paths import atomic_write_text, cache_dir
 from rspo_kit.policy.device import DeviceSpec, resolve_device
 from rspo_kit.policy.tokenizer import load_or_train
 
@@ -125,29 +126,35 @@ def corpus_texts(envs: tuple[str, ...] = CORPUS_ENVS) -> list[str]:
     if path.is_file():
         return json.loads(path.read_text())
     texts = list(_corpus(envs))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.with_suffix(".tmp").write_text(json.dumps(texts))
-    path.with_suffix(".tmp").replace(path)
+    atomic_write_text(path, json.dumps(texts))
     return texts
 
 
-def save_checkpoint(model, tokenizer, meta: dict, folder: Path) -> Path:
+def save_checkpoint(model, tokenizer, meta: dict, folder: Path, *, replace: bool = True) -> Path:
     """Write model + tokenizer (safetensors) and ``rspo_preset.json`` (how to prompt and act with it).
 
     Written to a sibling folder first and moved into place, so a crash never leaves a half checkpoint
-    where a loader would find it; an existing checkpoint at ``folder`` is replaced.
+    where a loader would find it. An existing checkpoint at ``folder`` is replaced; with
+    ``replace=False`` (a cache entry, which any process builds identically) it is kept and ours is
+    dropped, so two processes that build the same cache entry at once both succeed.
     """
     import shutil
 
     folder = Path(folder)
-    tmp = folder.with_name(folder.name + ".tmp")
+    # one sibling per process: two processes building one cache entry must not share it
+    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)  # left over from a crash
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     (tmp / "rspo_preset.json").write_text(json.dumps(meta, indent=1))
-    if folder.exists():
+    if folder.exists() and replace:
         shutil.rmtree(folder)
-    tmp.replace(folder)
+    try:
+        tmp.replace(folder)
+    except OSError:  # a non-empty folder is there: another process moved its copy in first
+        if replace or not (folder / "config.json").is_file():
+            raise
+        shutil.rmtree(tmp)
     return folder
 
 
@@ -160,7 +167,8 @@ def build_preset(name: str, seed: int = 0) -> Path:
     if (folder / "config.json").is_file():
         return folder
     torch.manual_seed(seed)
-    return save_checkpoint(Qwen2ForCausalLM(qwen2_config(p, tokenizer)), tokenizer, asdict(p), folder)
+    model = Qwen2ForCausalLM(qwen2_config(p, tokenizer))
+    return save_checkpoint(model, tokenizer, asdict(p), folder, replace=False)
 
 
 def convert_gguf(name: str) -> Path:
@@ -187,7 +195,7 @@ def convert_gguf(name: str) -> Path:
         del config.quantization_config
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.load_state_dict(loaded.state_dict())
-    return save_checkpoint(model, tokenizer, asdict(preset), folder)
+    return save_checkpoint(model, tokenizer, asdict(preset), folder, replace=False)
 
 
 def preset_of(name_or_path: str) -> ModelPreset:

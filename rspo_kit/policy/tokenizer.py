@@ -9,6 +9,7 @@ the same inputs always give the same tokenizer.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -67,7 +68,7 @@ def load_or_train(texts: list[str], cache: Path, vocab_size: int = 2048) -> PreT
         return wrap(Tokenizer.from_file(str(folder / "tokenizer.json")))
     fast = train_tokenizer(texts, vocab_size)
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / "tokenizer.json.tmp"
+    tmp = folder / f".tokenizer.json.{os.getpid()}.tmp"  # per process: another may build the same one
     fast.backend_tokenizer.save(str(tmp))
     tmp.replace(folder / "tokenizer.json")
     return fast
