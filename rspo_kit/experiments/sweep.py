@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from rspo_kit.paths import atomic_write_text
+from rspo_kit.records.metrics import METRICS_FILE
 from rspo_kit.records.notebook import RESULTS_FILE, NoResults, has_results, read_results
 
 KERNEL_NAME = "rspo-kit"  # registered from this virtualenv by ensure_kernel() / `make kernel`
@@ -235,7 +236,7 @@ def cell_progress(run_dir: Path) -> str | None:
 
     None if the cell's run has logged nothing (yet), e.g. a notebook that is no training run.
     """
-    path = Path(run_dir) / "metrics.jsonl"
+    path = Path(run_dir) / METRICS_FILE
     try:
         rows = [json.loads(line) for line in path.read_text().splitlines()]
     except (OSError, ValueError):  # not there, or caught halfway through a write

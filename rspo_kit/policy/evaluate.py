@@ -11,6 +11,7 @@ from pathlib import Path
 from rspo_kit.envs.batch import BatchRunner
 from rspo_kit.envs.registry import list_tasks
 from rspo_kit.policy.rollout import Policy, RolloutConfig, rollout
+from rspo_kit.records.metrics import METRICS_FILE
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -191,7 +192,7 @@ def main(argv=None) -> int:
     )
     args = ap.parse_args(argv)
     folder = Path(args.policy)
-    if (folder / "metrics.jsonl").exists() or (folder / "latest").exists():  # a training run: its actor
+    if (folder / METRICS_FILE).exists() or (folder / "latest").exists():  # a training run: its actor
         from rspo_kit.train.trainer import trained_actor
 
         policy = trained_actor(args.policy)

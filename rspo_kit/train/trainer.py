@@ -36,6 +36,7 @@ from rspo_kit.policy.adapters import ActorExplorer
 from rspo_kit.policy.evaluate import EvalResult, evaluate
 from rspo_kit.policy.rollout import Policy, RolloutConfig, Trajectory, rollout
 from rspo_kit.records import MetricsLog, turn_table, write_episodes, write_table
+from rspo_kit.records.metrics import METRICS_FILE
 from rspo_kit.rewards.outcome import OutcomeConfig
 from rspo_kit.rewards.signals import RewardModel
 from rspo_kit.swap import ReplayBuffer, mixed_groups, swap_metrics
@@ -211,7 +212,7 @@ class Trainer:
         self.buffer = ReplayBuffer(cfg.swap.replay_capacity, cfg.swap.replay_filter)
         self.explorer_batch: list[Trajectory] = []  # D_B of the last iteration (explorer's own data)
         self.pool = list_tasks(cfg.env.name, split="train", n=cfg.env.train_tasks)
-        self.log = MetricsLog(self.run_dir / "metrics.jsonl")
+        self.log = MetricsLog(self.run_dir / METRICS_FILE)
         self.iteration = 0
         self.env_steps = 0
 
