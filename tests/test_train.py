@@ -649,18 +649,18 @@ def test_a_warm_start_by_updates_is_cached_apart_from_one_by_minutes_and_ignores
 
 
 def test_a_warm_start_trains_on_one_thread_whatever_the_caller_set(tmp_path, monkeypatch):
-    """SFT's rounding depends on the thread count: the cached warm start must not depend on it."""
+    """SFT on two threads is not bit-reproducible: the cached warm start must not depend on the caller's."""
     import rspo_kit.policy.sft as sft_module
     import rspo_kit.train.setup as setup_module
 
     seen = []
-    original = sft_module.warm_start
+    original = sft_module.train_sft
 
     def counting(*args, **kwargs):
         seen.append(torch.get_num_threads())
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(sft_module, "warm_start", counting)
+    monkeypatch.setattr(sft_module, "train_sft", counting)
     monkeypatch.setattr(setup_module, "cache_dir", lambda: tmp_path / "cache")
     cfg = _smoke("dial", "grpo", "plain", tmp_path, policy__warmstart=True, policy__sft_updates=2)
     before = torch.get_num_threads()
@@ -670,6 +670,6 @@ def test_a_warm_start_trains_on_one_thread_whatever_the_caller_set(tmp_path, mon
         assert torch.get_num_threads() == 2  # the caller's threads again
     finally:
         torch.set_num_threads(before)
-    assert seen == [setup_module.WARMSTART_THREADS] == [1]
+    assert seen == [sft_module.SFT_THREADS] == [1]
     assert report["cached"] is False and report["sft_updates"] == 2
     assert setup_module.initial_policy(cfg, progress_bar=False)[1]["cached"] is True

@@ -342,6 +342,13 @@ def lr_factor(
     return min(1.0, (step + 1) / warmup) * max(0.05, 1.0 - progress)
 
 
+# Every warm start trains on this many torch threads, whatever the caller set. SFT on two threads is
+# not bit-reproducible here: session 27 rebuilt session 18's WebShop warm start by its own command
+# three times (--threads 2) and the SFT losses parted from the original's at update 228, then 489,
+# by one ulp at first; on one thread a recipe names one checkpoint on every machine.
+SFT_THREADS = 1
+
+
 def warm_start(
     policy: Policy,
     runner: BatchRunner,
@@ -359,8 +366,18 @@ def warm_start(
     visited join the data (``collect_demonstrations`` with ``follow="policy"``); that collection is paid
     from the next phase's share of the time. Without a budget every phase trains ``cfg.epochs`` epochs.
     Returns the demonstration stats, each DAgger round's stats (the policy's success and agreement with
-    the teacher before that round) and the SFT history.
+    the teacher before that round) and the SFT history. Runs on ``SFT_THREADS`` torch threads and gives
+    the caller's back after.
     """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(SFT_THREADS)
+    try:
+        return _warm_start(policy, runner, tasks, cfg, p_detour, seed, progress_bar)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _warm_start(policy, runner, tasks, cfg, p_detour, seed, progress_bar) -> dict:
     samples, demo = collect_demonstrations(policy, runner, tasks, p_detour, seed, progress_bar)
     rng, start = random.Random(seed), time.perf_counter()
     phases = cfg.dagger_rounds + 1

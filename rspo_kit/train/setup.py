@@ -2,10 +2,9 @@
 
 The warm start is cached under ``<cache>/warmstart/<key>/policy`` where the key hashes everything
 that shapes it (env, engine, preset, action mode, demonstrations, SFT budget and lr), so every run
-and every seed of a sweep starts from the same checkpoint, and only the first pays for it. It is
-trained on ``WARMSTART_THREADS`` torch threads whatever the caller set: SFT's float rounding depends
-on the thread count, so a warm start built on two threads is not the one built on one, and a cache
-key would name two different checkpoints on two machines.
+and every seed of a sweep starts from the same checkpoint, and only the first pays for it. SFT
+trains on one torch thread whatever the caller set (``rspo_kit.policy.sft.SFT_THREADS``): on two its
+rounding is not reproducible, and a cache key would name two different checkpoints on two machines.
 """
 
 from __future__ import annotations
@@ -20,10 +19,6 @@ import torch
 from rspo_kit.paths import cache_dir
 from rspo_kit.policy.rollout import Policy
 from rspo_kit.train.config import RunConfig
-
-# the threads every warm start trains on: 1, as the cells of `make sweep` (THREADS 1) built the one
-# that sessions 22-25 share (.cache/warmstart/alfworld_tiny_eaf079b86b94)
-WARMSTART_THREADS = 1
 
 
 def warmstart_key(cfg: RunConfig) -> str:
@@ -59,7 +54,7 @@ def initial_policy(cfg: RunConfig, progress_bar: bool = True) -> tuple[Policy, d
 
     policy = Policy.load(cfg.policy.preset, mode=mode, seed=0)  # one warm start shared by all seeds
     torch.manual_seed(0)
-    start, threads = time.perf_counter(), torch.get_num_threads()
+    start = time.perf_counter()
     sft_cfg = SFTConfig(
         lr=cfg.policy.sft_lr,
         batch_size=16,
@@ -69,13 +64,9 @@ def initial_policy(cfg: RunConfig, progress_bar: bool = True) -> tuple[Policy, d
         balance=cfg.policy.sft_balance,
         dagger_rounds=cfg.policy.sft_dagger_rounds,
     )
-    torch.set_num_threads(WARMSTART_THREADS)
-    try:
-        with BatchRunner(cfg.env.name, n_workers=cfg.env.n_workers, env_kwargs=cfg.env.env_kwargs) as runner:
-            tasks = list_tasks(cfg.env.name, split="train", n=cfg.policy.sft_demo_tasks)
-            done = warm_start(policy, runner, tasks, sft_cfg, progress_bar=progress_bar)
-    finally:
-        torch.set_num_threads(threads)
+    with BatchRunner(cfg.env.name, n_workers=cfg.env.n_workers, env_kwargs=cfg.env.env_kwargs) as runner:
+        tasks = list_tasks(cfg.env.name, split="train", n=cfg.policy.sft_demo_tasks)
+        done = warm_start(policy, runner, tasks, sft_cfg, progress_bar=progress_bar)
     save_policy(policy, folder)
     report = {
         "warmstart": str(folder),
