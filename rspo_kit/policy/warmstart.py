@@ -57,7 +57,9 @@ def main(argv=None) -> int:
     ap.add_argument("--max-steps", type=int, default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--engine", default=None, help="ALFWorld engine: alfworld (real) or native (fast)")
-    ap.add_argument("--threads", type=int, default=None, help="torch threads for evaluating (SFT trains on one)")
+    ap.add_argument(
+        "--threads", type=int, default=None, help="torch threads for evaluating (SFT trains on one)"
+    )
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     if args.minutes is None and args.updates is None:
