@@ -343,9 +343,9 @@ def lr_factor(
 
 
 # Every warm start trains on this many torch threads, whatever the caller set. SFT on two threads is
-# not bit-reproducible here: session 27 rebuilt session 18's WebShop warm start by its own command
-# three times (--threads 2) and the SFT losses parted from the original's at update 228, then 489,
-# by one ulp at first; on one thread a recipe names one checkpoint on every machine.
+# not bit-reproducible: session 27 built session 18's WebShop warm start twice on one machine by its
+# own command (--threads 2), and the two builds' SFT losses parted at update 228 (by one ulp, then
+# growing); on one thread, builds repeat bit for bit (60 updates, twice, and with session 22's code).
 SFT_THREADS = 1
 
 
