@@ -671,5 +671,9 @@ def test_a_warm_start_trains_on_one_thread_whatever_the_caller_set(tmp_path, mon
     finally:
         torch.set_num_threads(before)
     assert seen == [sft_module.SFT_THREADS] == [1]
+    assert (
+        report["machine"]["torch_threads"] == 1 and report["machine"]["cpu"]
+    )  # what the rounding depends on
+    assert len(report["sft_losses"]) == 2
     assert report["cached"] is False and report["sft_updates"] == 2
     assert setup_module.initial_policy(cfg, progress_bar=False)[1]["cached"] is True

@@ -366,13 +366,18 @@ def warm_start(
     visited join the data (``collect_demonstrations`` with ``follow="policy"``); that collection is paid
     from the next phase's share of the time. Without a budget every phase trains ``cfg.epochs`` epochs.
     Returns the demonstration stats, each DAgger round's stats (the policy's success and agreement with
-    the teacher before that round) and the SFT history. Runs on ``SFT_THREADS`` torch threads and gives
-    the caller's back after.
+    the teacher before that round), the SFT history and the machine it trained on. Runs on
+    ``SFT_THREADS`` torch threads and gives the caller's back after.
     """
+    from rspo_kit.records.machine import machine_record
+
     threads = torch.get_num_threads()
     torch.set_num_threads(SFT_THREADS)
     try:
-        return _warm_start(policy, runner, tasks, cfg, p_detour, seed, progress_bar)
+        return {
+            **_warm_start(policy, runner, tasks, cfg, p_detour, seed, progress_bar),
+            "machine": machine_record(),
+        }
     finally:
         torch.set_num_threads(threads)
 

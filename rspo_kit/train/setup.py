@@ -75,6 +75,8 @@ def initial_policy(cfg: RunConfig, progress_bar: bool = True) -> tuple[Policy, d
         "dagger": done["dagger"],
         "sft_updates": done["sft"]["updates"],
         "sft_final_loss": sum(done["sft"]["losses"][-20:]) / max(1, len(done["sft"]["losses"][-20:])),
+        "sft_losses": done["sft"]["losses"],  # where two builds of one key part, if they do
+        "machine": done["machine"],
         "seconds": time.perf_counter() - start,
     }
     (folder.parent / "report.json").write_text(json.dumps(report, indent=1))
