@@ -547,3 +547,19 @@ def test_sft_loss_and_step_scores_reach_through_a_lora_wrapper():
         again = score_steps(wrapped, steps, hidden=True)
     assert torch.allclose(torch.cat(again.logp), torch.cat(scores.logp), atol=1e-5)
     assert torch.allclose(again.hidden, scores.hidden, atol=1e-5)
+
+
+def test_the_weights_digest_tells_two_policies_apart_by_one_ulp_and_ignores_how_they_were_loaded(tmp_path):
+    from rspo_kit.policy.models import weights_digest
+    from rspo_kit.policy.sft import save_policy
+
+    a, b = Policy.load("tiny", seed=1), Policy.load("tiny", seed=1)
+    assert weights_digest(a.model) == weights_digest(b.model)
+    assert len(weights_digest(a.model)) == 64
+    saved = save_policy(a, tmp_path / "policy")
+    assert weights_digest(Policy.load(str(saved)).model) == weights_digest(a.model)  # a round trip
+    assert weights_digest(Policy.load("tiny", seed=2).model) != weights_digest(a.model)
+    with torch.no_grad():  # the next float after one weight: the smallest change a rebuild can make
+        w = next(b.model.parameters())
+        w.view(-1)[0] = torch.nextafter(w.view(-1)[0], torch.tensor(float("inf")))
+    assert weights_digest(b.model) != weights_digest(a.model)

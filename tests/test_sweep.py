@@ -792,6 +792,9 @@ def test_an_archived_sweep_reports_as_the_sweep_did_without_its_notebooks(tmp_pa
         (sweep / name / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     write_episodes(sweep / "warmstart_run", "final/eval", _episode_rows([0, 1, 1, 0]))
     (sweep / "SEED=0__SWAP=true" / "checkpoint.pt").write_bytes(b"\0" * 1000)  # not archived
+    from rspo_kit.records import write_start
+
+    write_start(sweep / "SEED=0__SWAP=true", {"weights_sha256": "ab" * 32})  # what it started from
     args = ["--paired", "SWAP=true,false", "--statistics"]
     assert report_main([str(sweep), *args, "--reference", str(sweep / "warmstart_run")]) == 0
     before = capsys.readouterr().out
@@ -804,6 +807,7 @@ def test_an_archived_sweep_reports_as_the_sweep_did_without_its_notebooks(tmp_pa
         "final_episodes.parquet",
         "metrics.jsonl",
         "results.json",
+        "start.json",
     ]
     assert report_main([str(archive), *args, "--reference", str(archive / "warmstart_run")]) == 0
     after = capsys.readouterr().out
@@ -818,3 +822,37 @@ def test_an_archived_sweep_reports_as_the_sweep_did_without_its_notebooks(tmp_pa
     assert len(aggregate(sweep)) == 5
     assert archive_main([str(sweep), str(sweep)]) == 2
     assert "not into itself" in capsys.readouterr().err
+
+
+def test_report_names_the_policies_the_cells_started_from(tmp_path, capsys):
+    from rspo_kit.experiments.report import main as report_main
+    from rspo_kit.records import write_episodes, write_start
+
+    sweep = _episode_sweep(tmp_path)
+    assert report_main([str(sweep)]) == 0
+    assert "Starting policies" not in capsys.readouterr().out  # runs before start.json: nothing to say
+    a, b = "a" * 64, "b" * 64
+    for name in ("SEED=0__SWAP=true", "SEED=0__SWAP=false", "SEED=1__SWAP=true"):
+        write_start(sweep / name, {"warmstart": "cache", "weights_sha256": a})
+    write_start(sweep / "SEED=1__SWAP=false", {"warmstart": "cache", "weights_sha256": b})  # another build
+    start = tmp_path / "warmstart_run"
+    write_episodes(start, "final/eval", _episode_rows([0, 1, 1, 0]))
+    write_start(start, {"weights_sha256": a})
+    assert report_main([str(sweep), "--reference", str(start)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("Starting policies"))
+    assert line == (
+        "Starting policies (weights digest, start.json): 3 cells from aaaaaaaaaaaa (the reference's); "
+        "1 cells from bbbbbbbbbbbb; 2 cells recorded none. "
+        "Cells that started from different policies compare warm starts as well as variants."
+    )
+    write_start(tmp_path / "other_run", {"weights_sha256": "c" * 64})
+    write_episodes(tmp_path / "other_run", "final/eval", _episode_rows([0, 1, 1, 0]))
+    for name in ("SEED=1__SWAP=false", "SEED=0__SWAP=control", "SEED=1__SWAP=control"):
+        (sweep / name / "start.json").unlink(missing_ok=True)
+        write_start(sweep / name, {"weights_sha256": a})
+    assert report_main([str(sweep), "--reference", str(tmp_path / "other_run")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("Starting policies"))
+    assert (
+        line
+        == "Starting policies (weights digest, start.json): 6 cells from aaaaaaaaaaaa; the reference from cccccccccccc."
+    )

@@ -556,6 +556,27 @@ def test_a_runs_trained_actor_loads_read_only_and_evaluates_from_the_cli(tmp_pat
         trained_actor(tmp_path)
 
 
+def test_a_run_records_the_digest_of_the_policy_it_started_from_once(tmp_path):
+    from rspo_kit.policy.models import weights_digest
+    from rspo_kit.records import read_start, write_start
+    from rspo_kit.train import resumable
+    from rspo_kit.train.setup import initial_policy
+
+    cfg = _smoke("dial", "grpo", "plain", tmp_path, train__iterations=1)
+    train(cfg)
+    start = read_start(cfg.train.run_dir)
+    base, _ = initial_policy(cfg, progress_bar=False)
+    assert start["warmstart"] is None and start["weights_sha256"] == weights_digest(base.model)
+    # a resumed run keeps the record of its first start
+    path = Path(cfg.train.run_dir) / "start.json"
+    path.write_text(json.dumps({**start, "warmstart": "first"}))
+    longer = _smoke("dial", "grpo", "plain", tmp_path, train__iterations=2)
+    train(longer, resume=resumable(longer))
+    assert read_start(cfg.train.run_dir)["warmstart"] == "first"
+    assert write_start(cfg.train.run_dir, {"other": 1}) is False
+    assert read_start(tmp_path / "nowhere") is None
+
+
 def test_a_finished_run_resumed_with_other_final_splits_evaluates_only_what_it_lacks(tmp_path, monkeypatch):
     import rspo_kit.train.trainer as trainer_module
     from rspo_kit.train import resumable
@@ -674,6 +695,11 @@ def test_a_warm_start_trains_on_one_thread_whatever_the_caller_set(tmp_path, mon
     assert (
         report["machine"]["torch_threads"] == 1 and report["machine"]["cpu"]
     )  # what the rounding depends on
+    assert {"simd", "torch_cpu_capability"} <= set(report["machine"])
+    from rspo_kit.policy.models import weights_digest
+
+    cached, _ = setup_module.initial_policy(cfg, progress_bar=False)
+    assert report["weights_sha256"] == weights_digest(cached.model)  # names the checkpoint it saved
     assert len(report["sft_losses"]) == 2
     assert report["cached"] is False and report["sft_updates"] == 2
     assert setup_module.initial_policy(cfg, progress_bar=False)[1]["cached"] is True

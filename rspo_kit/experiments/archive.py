@@ -9,7 +9,8 @@ old ones task by task. ``archive_sweep`` keeps what the reports read, for every 
 - ``sweep.json`` — the manifest, as the sweep wrote it;
 - ``<cell>/results.json`` — what the cell's notebook recorded (its ``RSPO_RESULTS`` line);
 - ``<cell>/final_episodes.parquet`` — its final evaluations' episodes (the task-by-task tables);
-- ``<cell>/metrics.jsonl`` — its training log (``report --statistics``, the curves).
+- ``<cell>/metrics.jsonl`` — its training log (``report --statistics``, the curves);
+- ``<cell>/start.json`` — what it started from, with the digest of those weights (runs since session 28).
 
 Other run folders in the sweep folder that recorded final episodes (``make sweep``'s
 ``warmstart_run``, the reference of ``report --reference``) keep theirs. An archive is read by
@@ -31,8 +32,9 @@ from rspo_kit.paths import atomic_write_text
 from rspo_kit.records.episodes import EPISODES_FILE
 from rspo_kit.records.metrics import METRICS_FILE
 from rspo_kit.records.notebook import RESULTS_FILE
+from rspo_kit.records.start import START_FILE
 
-KEPT = (EPISODES_FILE, METRICS_FILE)  # copied as they are from each run folder
+KEPT = (EPISODES_FILE, METRICS_FILE, START_FILE)  # copied as they are from each run folder
 
 
 def archive_sweep(out_dir: str | Path, dest: str | Path) -> list[str]:

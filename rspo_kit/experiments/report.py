@@ -39,7 +39,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from rspo_kit.experiments.sweep import SEED_KEY, cell_progress, load_sweep, mean_ci, parse_value
-from rspo_kit.records import load_episodes, load_metrics
+from rspo_kit.records import load_episodes, load_metrics, read_start
 
 # what to report when no metrics are named: the test splits of issue 8's protocol, else the last eval
 DEFAULT_METRICS = ("final_eval_success", "final_eval_unseen_success")
@@ -386,6 +386,35 @@ STATISTICS = (
 )
 
 
+def starting_policies(
+    folders: Mapping[str, Path], cells: Sequence[str], reference: str | Path | None = None
+) -> str:
+    """One line naming the policies that ``cells`` (and the reference run) started from, by the first
+    12 hex digits of their weights' digest (``start.json``); "" when none of them recorded one (runs
+    before session 28). Cells that started from different policies pair across warm starts: their
+    differences compare the warm starts as well as the variants, and the line says so."""
+    by_digest: dict[str, list[str]] = {}
+    for name in cells:
+        start = read_start(folders[name]) or {}
+        by_digest.setdefault(start.get("weights_sha256", "")[:12], []).append(name)
+    ref = (read_start(reference) or {}).get("weights_sha256", "")[:12] if reference is not None else ""
+    if set(by_digest) == {""} and not ref:
+        return ""
+    parts = [
+        f"{len(names)} cells from {digest}" + (" (the reference's)" if digest == ref else "")
+        for digest, names in sorted(by_digest.items(), key=lambda kv: -len(kv[1]))
+        if digest
+    ]
+    if "" in by_digest:
+        parts.append(f"{len(by_digest[''])} cells recorded none")
+    if ref and ref not in by_digest:
+        parts.append(f"the reference from {ref}")
+    line = "Starting policies (weights digest, start.json): " + "; ".join(parts) + "."
+    if len([d for d in by_digest if d]) > 1:
+        line += " Cells that started from different policies compare warm starts as well as variants."
+    return line
+
+
 def run_statistics(metrics: pd.DataFrame, window: int = 10) -> dict[str, float]:
     """How a run spent its budget and what its swap did, from its per-iteration metrics.
 
@@ -613,6 +642,9 @@ def report(
         tables.append(
             "Not finished, so far:\n\n" + markdown_table(running, keys, statistics_columns(running))
         )
+    if rows:
+        line = starting_policies(folders, [r["cell"] for r in rows], reference)
+        tables += [line] if line else []
     where = ", ".join(map(str, out_dirs))
     note = (
         f"{len(rows)} of {total} cells finished ({where})"

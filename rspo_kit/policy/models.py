@@ -130,6 +130,21 @@ def corpus_texts(envs: tuple[str, ...] = CORPUS_ENVS) -> list[str]:
     return texts
 
 
+def weights_digest(model: torch.nn.Module) -> str:
+    """SHA-256 of a model's weights: every state-dict entry's name, dtype, shape and bytes, in name order.
+
+    Two checkpoints with one digest are the same policy bit for bit, whatever file format or metadata
+    holds them; a one-ulp difference in one weight changes it. Warm starts and runs record it, so two
+    builds of one recipe (on two machines, say) are told apart without evaluating them.
+    """
+    h = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        t = tensor.detach().to("cpu").contiguous()
+        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
 def save_checkpoint(model, tokenizer, meta: dict, folder: Path, *, replace: bool = True) -> Path:
     """Write model + tokenizer (safetensors) and ``rspo_preset.json`` (how to prompt and act with it).
 

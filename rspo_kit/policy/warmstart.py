@@ -20,6 +20,7 @@ import torch
 from rspo_kit.envs.batch import BatchRunner
 from rspo_kit.envs.registry import list_tasks
 from rspo_kit.policy.evaluate import evaluate
+from rspo_kit.policy.models import weights_digest
 from rspo_kit.policy.rollout import Policy
 from rspo_kit.policy.sft import SFTConfig, save_policy, warm_start
 
@@ -90,6 +91,7 @@ def main(argv=None) -> int:
         tasks = list_tasks(args.env, split="train", n=args.demo_tasks)
         report.update(warm_start(policy, runner, tasks, cfg, args.p_detour, args.seed))
     report["seconds"] = time.perf_counter() - t0
+    report["weights_sha256"] = weights_digest(policy.model)  # two builds are one policy iff they match
     save_policy(policy, out / "policy")
     (out / "warmstart.json").write_text(json.dumps(report, indent=1))
 

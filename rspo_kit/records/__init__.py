@@ -1,6 +1,7 @@
 """Records that notebooks and widgets read: metrics rows (JSONL), per-turn trajectory tables (parquet),
 the results a notebook records for batch runs (``RSPO_RESULTS`` lines, ``results.json``), and the
-episodes of a run's final evaluations (parquet, one row per task and sample).
+episodes of a run's final evaluations (parquet, one row per task and sample), and what a run started
+from (``start.json``: the starting policy's provenance and the digest of its weights).
 
 Nothing here knows about the trainer's internals: a metrics row is a flat dict of namespaced
 numbers; a trajectory table is one row per turn with the rewards and advantages the update used.
@@ -9,6 +10,7 @@ numbers; a trajectory table is one row per turn with the rewards and advantages 
 from rspo_kit.records.episodes import load_episodes, write_episodes
 from rspo_kit.records.metrics import MetricsLog, load_metrics
 from rspo_kit.records.notebook import NoResults, has_results, read_results, record, save_figure
+from rspo_kit.records.start import read_start, write_start
 from rspo_kit.records.tables import TURN_COLUMNS, load_turns, turn_table, write_table
 
 __all__ = [
@@ -20,9 +22,11 @@ __all__ = [
     "load_metrics",
     "load_turns",
     "read_results",
+    "read_start",
     "record",
     "save_figure",
     "turn_table",
     "write_episodes",
+    "write_start",
     "write_table",
 ]

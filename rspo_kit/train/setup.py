@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from rspo_kit.paths import cache_dir
+from rspo_kit.policy.models import weights_digest
 from rspo_kit.policy.rollout import Policy
 from rspo_kit.train.config import RunConfig
 
@@ -77,6 +78,7 @@ def initial_policy(cfg: RunConfig, progress_bar: bool = True) -> tuple[Policy, d
         "sft_final_loss": sum(done["sft"]["losses"][-20:]) / max(1, len(done["sft"]["losses"][-20:])),
         "sft_losses": done["sft"]["losses"],  # where two builds of one key part, if they do
         "machine": done["machine"],
+        "weights_sha256": weights_digest(policy.model),  # a rebuild elsewhere is this policy iff it matches
         "seconds": time.perf_counter() - start,
     }
     (folder.parent / "report.json").write_text(json.dumps(report, indent=1))

@@ -34,9 +34,11 @@ from rspo_kit.envs.batch import BatchRunner
 from rspo_kit.envs.registry import list_tasks, valid_start
 from rspo_kit.policy.adapters import ActorExplorer
 from rspo_kit.policy.evaluate import EvalResult, evaluate
+from rspo_kit.policy.models import weights_digest
 from rspo_kit.policy.rollout import Policy, RolloutConfig, Trajectory, rollout
 from rspo_kit.records import MetricsLog, turn_table, write_episodes, write_table
 from rspo_kit.records.metrics import METRICS_FILE
+from rspo_kit.records.start import write_start
 from rspo_kit.rewards.outcome import OutcomeConfig
 from rspo_kit.rewards.signals import RewardModel
 from rspo_kit.swap import ReplayBuffer, mixed_groups, swap_metrics
@@ -177,6 +179,8 @@ class Trainer:
         if cfg.train.threads:
             torch.set_num_threads(cfg.train.threads)
         base, self.start_report = initial_policy(cfg, progress_bar=cfg.train.progress_bar)
+        self.start_report["weights_sha256"] = weights_digest(base.model)
+        write_start(self.run_dir, self.start_report)  # a resumed run keeps its first record
         self.pair = ActorExplorer(base, lora=_uses_lora(cfg, base), rank=cfg.policy.lora_rank)
         critic = cfg.algo.name == "ppo"
         a = cfg.algo
