@@ -58,31 +58,53 @@ demo: setup kernel
 	@$(PY) -m rspo_kit.experiments.results $(DEMO_DIR)/00_quickstart.ipynb
 
 # Issue 8's experiment: notebooks/04_training.ipynb over algorithm x variant x seed on the tiny
-# preset, every run stopped at the same budget of env steps (40,000), learning curves on 40 valid
-# tasks (held-out train tasks) every 5 iterations, and at the end all 120 tasks of eval and of
-# eval_unseen (greedy and sampled); lr 3e-5, tuned on valid for this (annealed) warm start. The warm
-# start is built once first (same env, cap and SFT settings as the cells, so that the parallel
-# cells share its cache) and given the cells' final evaluation, its episodes in
-# $(SWEEP_OUT)/warmstart_run (a few minutes; `report $(SWEEP_OUT) --reference $(SWEEP_OUT)/warmstart_run`
-# compares every variant with it task by task). Resumable: rerun `make sweep` and finished cells are
-# skipped, killed ones continue from their last checkpoint (add SWEEP_FRESH=--fresh to restart them). Results in
-# $(SWEEP_OUT): results.csv (one row per cell), summary.csv (means, 95% CIs over seeds),
-# curves.html; `python -m rspo_kit.experiments.report $(SWEEP_OUT)` prints the table. The full grid
-# is days on a 2-core CPU (1-2 CPU-hours a cell, PPO twice that); override any variable, e.g.
+# preset, every run stopped at the same budget of env steps, learning curves on 40 valid tasks
+# (held-out train tasks) every 5 iterations, and at the end all 120 tasks of eval and of
+# eval_unseen (greedy and sampled). Each env has its own protocol, chosen by SWEEP_ENV:
+# - alfworld (default): 40,000 env steps, lr 3e-5 (tuned on valid for this annealed warm start),
+#   success as the outcome, episodes capped at 30 steps, a warm start of 1,536 SFT updates;
+# - webshop (`make sweep SWEEP_ENV=webshop`, sessions 18-20 and 28): 7,000 env steps, lr 1e-4 (tuned
+#   on valid for GRPO), partial credit (score / 100) as the outcome with replay of above-mean
+#   episodes, a cap of 15 steps, a warm start of 1,284 SFT updates.
+# The warm start is built once first (same env, cap and SFT settings as the cells, so that the parallel
+# cells share its cache; on one torch thread, so it repeats on a machine of the same kind, and its
+# weights' digest is in .cache/warmstart/<key>/report.json and every cell's start.json) and given the
+# cells' final evaluation, its episodes in $(SWEEP_OUT)/warmstart_run (a few minutes;
+# `report $(SWEEP_OUT) --reference $(SWEEP_OUT)/warmstart_run` compares every variant with it task by
+# task). Resumable: rerun `make sweep` and finished cells are skipped, killed ones continue from their
+# last checkpoint (add SWEEP_FRESH=--fresh to restart them). Results in $(SWEEP_OUT): results.csv (one
+# row per cell), summary.csv (means, 95% CIs over seeds), curves.html;
+# `python -m rspo_kit.experiments.report $(SWEEP_OUT)` prints the table. The full grid is days on a
+# 2-core CPU (ALFWorld 1-2 CPU-hours a cell, WebShop 15-30 minutes); override any variable, e.g.
 #   make sweep SWEEP_GRID='{"ALGO": ["gigpo"], "SWAP": [true, "control"], "SEED": [0, 1]}' SWEEP_WORKERS=1
-SWEEP_OUT       ?= runs/sweeps/issue8
 SWEEP_ENV       ?= alfworld
 SWEEP_GRID      ?= {"ALGO": ["grpo", "ppo", "gigpo"], "SWAP": [true, false, "control", "process", "mix"], "SEED": [0, 1, 2]}
 SWEEP_WORKERS   ?= 2
-# the warm start's SFT updates (what 10 minutes gave on 2 idle cores): the same schedule on any machine
-SWEEP_SFT_UPDATES ?= 1536
-SWEEP_MAX_STEPS ?= 30
+# torch threads per cell: every measured cell ran on one, and the workers share the cores
+SWEEP_THREADS   ?= 1
 SWEEP_FRESH     ?=
 SWEEP_FINAL_SPLIT ?= eval,eval_unseen
 SWEEP_FINAL_N   ?= 120
-SWEEP_PARAMS    ?= -p PRESET tiny -p INTERACTIVE false -p ITERATIONS 1000 -p MAX_ENV_STEPS 40000 -p LR 0.00003 \
-                   -p EVAL_SPLIT valid -p EVAL_N 40 -p EVAL_EVERY 5 -p FINAL_EVAL_SPLIT $(SWEEP_FINAL_SPLIT) \
-                   -p FINAL_EVAL_N $(SWEEP_FINAL_N) -p FINAL_EVAL_SAMPLED true
+ifeq ($(SWEEP_ENV),webshop)
+SWEEP_OUT       ?= runs/sweeps/issue8_webshop
+SWEEP_SFT_UPDATES ?= 1284
+SWEEP_MAX_STEPS ?= 15
+SWEEP_BUDGET    ?= 7000
+SWEEP_LR        ?= 0.0001
+SWEEP_ENV_PARAMS ?= -p OUTCOME_MODE score -p REPLAY_FILTER outcome_above_mean
+else
+SWEEP_OUT       ?= runs/sweeps/issue8
+# the warm start's SFT updates (what 10 minutes gave on 2 idle cores): the same schedule on any machine
+SWEEP_SFT_UPDATES ?= 1536
+SWEEP_MAX_STEPS ?= 30
+SWEEP_BUDGET    ?= 40000
+SWEEP_LR        ?= 0.00003
+SWEEP_ENV_PARAMS ?=
+endif
+SWEEP_PARAMS    ?= -p PRESET tiny -p INTERACTIVE false -p THREADS $(SWEEP_THREADS) -p ITERATIONS 1000 -p MAX_ENV_STEPS $(SWEEP_BUDGET) \
+                   -p LR $(SWEEP_LR) -p EVAL_SPLIT valid -p EVAL_N 40 -p EVAL_EVERY 5 \
+                   -p FINAL_EVAL_SPLIT $(SWEEP_FINAL_SPLIT) -p FINAL_EVAL_N $(SWEEP_FINAL_N) -p FINAL_EVAL_SAMPLED true \
+                   $(SWEEP_ENV_PARAMS)
 sweep: setup kernel
 	rm -rf $(SWEEP_OUT)/warmstart_run
 	$(PY) -m rspo_kit.train --preset tiny --env $(SWEEP_ENV) train.iterations=0 train.eval_n=0 \
