@@ -566,7 +566,8 @@ def test_a_run_records_the_digest_of_the_policy_it_started_from_once(tmp_path):
     train(cfg)
     start = read_start(cfg.train.run_dir)
     base, _ = initial_policy(cfg, progress_bar=False)
-    assert start["warmstart"] is None and start["weights_sha256"] == weights_digest(base.model)
+    assert start["warmstart"] is None and start["preset"] == cfg.policy.preset
+    assert start["weights_sha256"] == weights_digest(base.model)
     # a resumed run keeps the record of its first start
     path = Path(cfg.train.run_dir) / "start.json"
     path.write_text(json.dumps({**start, "warmstart": "first"}))

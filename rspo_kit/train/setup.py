@@ -45,7 +45,8 @@ def initial_policy(cfg: RunConfig, progress_bar: bool = True) -> tuple[Policy, d
     """The run's starting policy and a small report (where it came from, SFT stats if trained now)."""
     mode = None if cfg.policy.mode == "preset" else cfg.policy.mode
     if not cfg.policy.warmstart:
-        return Policy.load(cfg.policy.preset, mode=mode, seed=cfg.train.seed), {"warmstart": None}
+        policy = Policy.load(cfg.policy.preset, mode=mode, seed=cfg.train.seed)
+        return policy, {"warmstart": None, "preset": cfg.policy.preset}
     folder = cache_dir() / "warmstart" / warmstart_key(cfg) / "policy"
     if (folder / "config.json").exists():
         return Policy.load(str(folder), mode=mode), {"warmstart": str(folder), "cached": True}
