@@ -12,15 +12,18 @@ import platform
 from pathlib import Path
 
 
+def _cpuinfo(field: str) -> str | None:
+    """The value of the first ``field`` line of ``/proc/cpuinfo``; None where there is none."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return None
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith(field)), None)
+
+
 def cpu_model() -> str:
     """The CPU's model name (``/proc/cpuinfo`` on Linux), else what ``platform`` knows, else ``""``."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return _cpuinfo("model name") or platform.processor() or platform.machine()
 
 
 # the instruction-set extensions that kernel dispatch looks at (x86 names as /proc/cpuinfo spells them)
@@ -35,11 +38,7 @@ def simd_flags(flags: str | None = None) -> list[str]:
     ['amx_tile', 'avx2', 'avx512f', 'fma']
     """
     if flags is None:
-        try:
-            lines = Path("/proc/cpuinfo").read_text().splitlines()
-        except OSError:
-            return []
-        flags = next((line.split(":", 1)[1] for line in lines if line.startswith("flags")), "")
+        flags = _cpuinfo("flags") or ""
     return sorted({f for f in flags.split() if f.startswith(SIMD_PREFIXES)})
 
 

@@ -179,7 +179,8 @@ class Trainer:
         if cfg.train.threads:
             torch.set_num_threads(cfg.train.threads)
         base, self.start_report = initial_policy(cfg, progress_bar=cfg.train.progress_bar)
-        self.start_report["weights_sha256"] = weights_digest(base.model)
+        if "weights_sha256" not in self.start_report:  # a warm start built now has it already
+            self.start_report["weights_sha256"] = weights_digest(base.model)
         write_start(self.run_dir, self.start_report)  # a resumed run keeps its first record
         self.pair = ActorExplorer(base, lora=_uses_lora(cfg, base), rank=cfg.policy.lora_rank)
         critic = cfg.algo.name == "ppo"
