@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -370,6 +371,43 @@ def test_report_reads_several_folders_as_one_sweep(tmp_path, capsys):
     assert lines[2:4] == ["| 0.0 | 0 | 35.0 |", "| None | 0 | 41.0 |"]  # REPLAY_RATIO; not NaN
     assert report_main([folders[0], folders[0]]) == 2  # the same cells twice
     assert "is in both" in capsys.readouterr().err
+
+
+def test_report_draws_the_curves_of_several_folders_in_one_figure(tmp_path, capsys):
+    from rspo_kit.experiments.report import main as report_main
+
+    def cell(seed: int, rise: float) -> dict:
+        return {
+            "final_eval_score": 40.0 + seed,
+            "curve_env_steps": [0, 100, 200],
+            "curve_score": [40, 40 + rise, 50],
+        }
+
+    # seeds 0-1 in one session's folder, seed 2 in a later one
+    first = {f"SEED={s}__SWAP={v}": cell(s, 2.0 * s) for s in (0, 1) for v in ("true", "false")}
+    _fake_sweep(tmp_path / "a", {"SEED": [0, 1], "SWAP": [True, False]}, first)
+    _fake_sweep(tmp_path / "b", {"SEED": [2], "SWAP": [True, False]}, {"SEED=2__SWAP=true": cell(2, 7.0)})
+    page = tmp_path / "pages" / "curves.html"
+    page.parent.mkdir()
+    folders = [str(tmp_path / "a"), str(tmp_path / "b")]
+    args = [*folders, "--metrics", "final_eval_score", "--curves", str(page), "--curve", "curve_score"]
+    assert report_main(args) == 0
+    assert f"wrote {page}" in capsys.readouterr().err
+    html = page.read_text()
+    spec, _ = json.JSONDecoder().raw_decode(html.split("Plotly.newPlot('fig', ")[1])  # the traces
+    means = {t["name"]: t["y"] for t in spec if t["line"]["width"] == 3}
+    assert set(means) == {"SWAP=true (mean of 3)", "SWAP=false (mean of 2)"}  # both folders' seeds pooled
+    assert means["SWAP=true (mean of 3)"][-1] == pytest.approx(50.0)
+    # the curve at 100 env steps is the mean of the three seeds' 40, 42 and 47 (on the shared grid)
+    grid = next(t["x"] for t in spec if t["name"] == "SWAP=true (mean of 3)")
+    at_100 = float(np.interp(100, grid, means["SWAP=true (mean of 3)"]))
+    assert at_100 == pytest.approx((40 + 42 + 47) / 3, abs=0.3)
+    assert sorted(t["name"] for t in spec if t["line"]["width"] == 1) == sorted([*first, "SEED=2__SWAP=true"])
+    assert "41.0" in html  # the table under the figure: SWAP=False's mean over seeds 0 and 1
+    # a curve no cell recorded fails before the report prints, naming those recorded
+    assert report_main([*folders, "--curves", str(page), "--curve", "curve_success"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "no finished cell recorded 'curve_success'; recorded: curve_score" in err
 
 
 def test_cell_progress_shows_the_last_evaluation_and_a_score_of_its_own(tmp_path):

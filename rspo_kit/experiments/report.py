@@ -21,7 +21,8 @@ seed-by-seed one is the one about the algorithm. ``--reference RUN_DIR`` compare
 one run the same way (``reference_table``), e.g. with the warm start (``make sweep`` evaluates it
 into ``OUT/warmstart_run``): did training move the runs past where they started?
 Several folders are read as one sweep (``report OUT OUT2``): seeds or a new knob added later, in a
-second folder with a later checkout (``pooled_sweep``).
+second folder with a later checkout (``pooled_sweep``); ``--curves PAGE`` draws their learning curves
+together (``curves_page``).
 """
 
 from __future__ import annotations
@@ -38,7 +39,17 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from rspo_kit.experiments.sweep import SEED_KEY, cell_progress, load_sweep, mean_ci, parse_value
+from rspo_kit.experiments.sweep import (
+    CURVE_X,
+    SEED_KEY,
+    cell_progress,
+    curve_figure,
+    load_sweep,
+    mean_ci,
+    parse_value,
+    summarize,
+    write_figure_html,
+)
 from rspo_kit.records import load_episodes, load_metrics, read_start
 
 # what to report when no metrics are named: the test splits of issue 8's protocol, else the last eval
@@ -566,6 +577,50 @@ def pooled_sweep(out_dirs: Sequence[str | Path]) -> tuple[dict, list[dict], dict
     return {"keys": keys, "cells": cells, "parameters": common}, pooled_rows, folders
 
 
+def varying_keys(manifest: Mapping) -> list[str]:
+    """The grid keys whose value differs between the sweep's cells (all of them, not only the
+    finished ones), seeds aside: what tells the report's groups apart."""
+    values = {
+        k: {json.dumps(c.get(k), sort_keys=True) for c in manifest["cells"].values()}
+        for k in manifest["keys"]
+    }
+    return [k for k in manifest["keys"] if k != SEED_KEY and len(values[k]) > 1]
+
+
+def default_metrics(table: pd.DataFrame) -> list[str]:
+    """The metrics a report shows when none are asked for: the final test evaluations if recorded."""
+    return [m for m in DEFAULT_METRICS if m in table] or [m for m in FALLBACK_METRICS if m in table]
+
+
+def curves_page(
+    out_dirs: Sequence[str | Path],
+    path: str | Path,
+    curve: str = "curve_success",
+    metrics: Sequence[str] = (),
+) -> Path:
+    """The learning curves of a sweep read from one folder or several (``pooled_sweep``) as a
+    standalone page, as ``aggregate`` writes ``curves.html`` for one folder: ``curve`` against env
+    steps, a colour per group of the keys that vary, thin lines the seeds and a thick one their
+    mean, and under the figure each group's mean and 95% interval over seeds of ``metrics``
+    (default: those the report shows). Pooled archives of several sessions get one figure."""
+    manifest, rows, _ = pooled_sweep(out_dirs)
+    recorded = sorted(
+        {k for r in rows for k, v in r.items() if k.startswith("curve_") and isinstance(v, list)}
+    )
+    recorded = [k for k in recorded if k != CURVE_X]  # the x of every curve
+    if curve not in recorded:
+        raise ValueError(
+            f"no finished cell recorded {curve!r}; recorded: {', '.join(recorded) or 'no curves'}"
+        )
+    by = varying_keys(manifest)
+    table = _frame(rows, manifest["keys"])
+    summary = summarize(table, [k for k in by if k in table], list(metrics) or default_metrics(table))
+    names = ", ".join(Path(d).name for d in out_dirs)
+    return write_figure_html(
+        curve_figure(rows, by, curve), Path(path), summary, title=f"{names}: {curve} vs env steps"
+    )
+
+
 def report(
     out_dirs: str | Path | Sequence[str | Path],
     metrics: Sequence[str] = (),
@@ -586,19 +641,11 @@ def report(
         for name in manifest["cells"]
         if name not in finished
     ]
-    # the grid keys that vary across the sweep's cells (not only the finished ones), seeds aside
-    values = {
-        k: {json.dumps(c.get(k), sort_keys=True) for c in manifest["cells"].values()}
-        for k in manifest["keys"]
-    }
-    by = [k for k in manifest["keys"] if k != SEED_KEY and len(values[k]) > 1]
+    by = varying_keys(manifest)
     tables = []
     if rows:
         table = _frame(rows, manifest["keys"])
-        if not metrics:
-            metrics = [m for m in DEFAULT_METRICS if m in table] or [
-                m for m in FALLBACK_METRICS if m in table
-            ]
+        metrics = list(metrics) or default_metrics(table)
         tables.append(markdown_table(table, [k for k in by if k in table], metrics))
         # the final episodes, read once for the task-by-task tables
         episodes = cell_episodes(folders, [r["cell"] for r in rows]) if paired or start is not None else {}
@@ -657,7 +704,7 @@ def report(
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m rspo_kit.experiments.report",
-        description="Print a sweep's results as a Markdown table: every seed, mean and 95%% t-interval.",
+        description="Print a sweep's results as a Markdown table: every seed, mean and 95% t-interval.",
     )
     ap.add_argument("out", nargs="+", help="the sweep's output folder; several are read as one sweep")
     ap.add_argument(
@@ -686,9 +733,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also each group − this run (one with final_episodes.parquet, e.g. OUT/warmstart_run of "
         "`make sweep`), task by task",
     )
+    ap.add_argument(
+        "--curves",
+        default=None,
+        metavar="HTML",
+        help="also write the learning curves of every folder together to this page (plotly.js beside it)",
+    )
+    ap.add_argument(
+        "--curve",
+        default="curve_success",
+        help="the recorded curve --curves draws (default: curve_success; WebShop: curve_score)",
+    )
     args = ap.parse_args(argv)
     try:
         pairs = [parse_pair(p) for p in args.paired]
+        if args.curves:  # first, so that a curve no cell recorded fails before the report prints
+            page = curves_page(args.out, args.curves, args.curve, args.metrics)
+            print(f"wrote {page}", file=sys.stderr)
         print(report(args.out, args.metrics, args.statistics, pairs, args.reference))
     except (FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
