@@ -8,9 +8,9 @@
 # with each other, not with sessions 18-20's.
 # Usage: lanes.sh webshop_warm [NAME] | webshop_warm_eval | web ALGO SWAP SEED | lane a|b [SEEDS]
 cd "$(dirname "$0")/../.."  # the repository root
-WT=${SWEEP_WORKTREE:-/work/sweep_wt28}  # a frozen checkout of 8d18ffd (git worktree add --detach)
+WT=${SWEEP_WORKTREE:-/work/sweep_wt28}  # a frozen checkout (git worktree add --detach): 8d18ffd for seeds 0-1, 0f94b38 for seed 2
 W=runs/s28/W_webshop_u1284_t1  # session 18's recipe on one thread
-OUT=runs/sweeps/s28_webshop_7k
+OUT=${SWEEP_OUT:-runs/sweeps/s28_webshop_7k}  # SWEEP_OUT: another sweep folder (session 29: seed 2)
 web() {  # algo swap seed: one WebShop cell, as results/issue8_webshop_s19/sweep_cell.sh
   echo "$(date) start webshop $1 SWAP=$2 SEED=$3"
   (cd "$WT" && PYTHONPATH=$WT RSPO_KIT_CACHE=/work/main/.cache OMP_NUM_THREADS=1 \
