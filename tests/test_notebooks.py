@@ -11,6 +11,7 @@ import ast
 import json
 import math
 import os
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -291,6 +292,46 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
     assert "| False | 0 | final/eval_unseen | 2 | 0 / 0 | +0.0 [+0.0, +0.0] |" in printed
     assert "curve_score vs env steps" in (out / "curves.html").read_text()  # the score curves instead
     assert summary["means"] == results["means"] and not (out / "SWAP=true__SEED=1.ipynb").exists()
+
+    # summarise several folders as one sweep, here an archive of this one and a copy of it as seed 1 (two
+    # sessions' seeds, committed): they are only read; the pooled tables go to OUT
+    from rspo_kit.experiments.archive import archive_sweep
+
+    archive_sweep(out, tmp_path / "seed0")
+    shutil.copytree(tmp_path / "seed0", tmp_path / "seed1")
+    manifest = json.loads((tmp_path / "seed1" / "sweep.json").read_text())
+    for name in list(manifest["cells"]):
+        (tmp_path / "seed1" / name).rename(tmp_path / "seed1" / name.replace("SEED=0", "SEED=1"))
+    manifest["cells"] = {
+        n.replace("SEED=0", "SEED=1"): {**p, "SEED": 1} for n, p in manifest["cells"].items()
+    }
+    (tmp_path / "seed1" / "sweep.json").write_text(json.dumps(manifest))
+    archives = {
+        p: p.read_bytes() for d in ("seed0", "seed1") for p in (tmp_path / d).rglob("*") if p.is_file()
+    }
+    (tmp_path / "pooled").mkdir()
+    pooled = execute(
+        "06_experiments",
+        kernel,
+        tmp_path / "pooled",
+        OUT=str(tmp_path / "pooled" / "summary"),
+        SWEEPS=[str(tmp_path / "seed0"), str(tmp_path / "seed1")],
+        RUN_CELLS=False,
+    )
+    assert (pooled["cells"], pooled["finished"], pooled["failed"]) == (4, 4, 0)
+    assert pooled["means"] == pytest.approx(results["means"])  # each seed is the same runs
+    assert {p: p.read_bytes() for p in archives} == archives and all(
+        p in archives for d in ("seed0", "seed1") for p in (tmp_path / d).rglob("*") if p.is_file()
+    )
+    for name in ("pooled_results.csv", "pooled_summary.csv", "pooled_curves.html", "results.json"):
+        assert (tmp_path / "pooled" / "summary" / name).is_file()
+    printed = "".join(
+        "".join(o.get("text", ""))
+        for c in json.loads((tmp_path / "pooled" / "06_experiments.ipynb").read_text())["cells"]
+        for o in c.get("outputs", [])
+    )
+    assert "4 of 4 cells finished in " in printed
+    assert "| SWAP=true \u2212 SWAP=false | 0, 1 | " in printed  # paired by seed across the two folders
 
 
 # -------------------------------------------------------------------------------------------- hygiene

@@ -410,6 +410,40 @@ def test_report_draws_the_curves_of_several_folders_in_one_figure(tmp_path, caps
     assert out == "" and "no finished cell recorded 'curve_success'; recorded: curve_score" in err
 
 
+def test_aggregate_pooled_writes_beside_the_folders_it_reads_and_leaves_them_as_they_were(tmp_path):
+    from rspo_kit.experiments.report import aggregate_pooled, pooled_status
+
+    first = {
+        f"SEED={s}__SWAP={v}": {
+            "final_success": 0.1 * s,
+            "curve_env_steps": [0, 9],
+            "curve_success": [0.0, 0.1 * s],
+        }
+        for s in (0, 1)
+        for v in ("true", "false")
+    }
+    _fake_sweep(tmp_path / "a", {"SEED": [0, 1], "SWAP": [True, False]}, first)
+    _fake_sweep(
+        tmp_path / "b", {"SEED": [2], "SWAP": [True, False]}, {"SEED=2__SWAP=true": {"final_success": 0.5}}
+    )
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    table = aggregate_pooled([tmp_path / "a", tmp_path / "b"], tmp_path / "pooled", curve="curve_success")
+    assert (table.attrs["cells"], table.attrs["finished"]) == (6, 5) and len(table) == 5
+    assert {p: p.read_bytes() for p in before} == before  # nothing rewritten in the folders read
+    assert not [
+        p for p in tmp_path.rglob("*") if p.is_file() and p not in before and p.parent.name != "pooled"
+    ]
+    written = pd.read_csv(tmp_path / "pooled" / "pooled_results.csv")
+    assert sorted(written["cell"]) == sorted(table["cell"])
+    summary = pd.read_csv(tmp_path / "pooled" / "pooled_summary.csv")
+    row = summary[(summary["metric"] == "final_success") & summary["SWAP"]].iloc[0]
+    assert (row["n"], row["mean"]) == (3, pytest.approx((0.0 + 0.1 + 0.5) / 3))  # seeds of both folders
+    assert "a, b: curve_success vs env steps" in (tmp_path / "pooled" / "pooled_curves.html").read_text()
+    status = {o.name: o.status for o in pooled_status([tmp_path / "a", tmp_path / "b"])}
+    assert status["SEED=2__SWAP=true"] == "skipped" and status["SEED=2__SWAP=false"] == "pending"
+    assert len(status) == 6
+
+
 def test_cell_progress_shows_the_last_evaluation_and_a_score_of_its_own(tmp_path):
     (tmp_path / "metrics.jsonl").write_text(
         '{"iteration": 0, "eval/success": 0.025, "eval/score": 40.25}\n'

@@ -42,12 +42,14 @@ import pandas as pd
 from rspo_kit.experiments.sweep import (
     CURVE_X,
     SEED_KEY,
+    CellOutcome,
     cell_progress,
     curve_figure,
     load_sweep,
     mean_ci,
     parse_value,
     summarize,
+    write_aggregate,
     write_figure_html,
 )
 from rspo_kit.records import load_episodes, load_metrics, read_start
@@ -575,6 +577,30 @@ def pooled_sweep(out_dirs: Sequence[str | Path]) -> tuple[dict, list[dict], dict
         pooled_rows += [r | cells[r["cell"]] for r in rows]
     common = {k: v for k, v in loaded[0][1].get("parameters", {}).items() if k not in keys}
     return {"keys": keys, "cells": cells, "parameters": common}, pooled_rows, folders
+
+
+def aggregate_pooled(
+    out_dirs: Sequence[str | Path], into: str | Path, *, curve: str = "curve_success"
+) -> pd.DataFrame:
+    """``aggregate`` of several sweep folders read as one (``pooled_sweep``: e.g. a new sweep and the
+    archives of earlier sessions' seeds), written into ``into`` (created) as ``pooled_results.csv``,
+    ``pooled_summary.csv`` and ``pooled_curves.html``. The folders are only read: archives stay as
+    committed, and a folder's own ``results.csv`` stays its own when ``into`` is one of them."""
+    manifest, rows, _ = pooled_sweep(out_dirs)
+    into = Path(into)
+    into.mkdir(parents=True, exist_ok=True)
+    names = ", ".join(Path(d).name for d in out_dirs)
+    table = write_aggregate(rows, manifest["keys"], into, curve=curve, prefix="pooled_", name=names)
+    table.attrs.update(cells=len(manifest["cells"]), finished=len(rows), keys=manifest["keys"])
+    return table
+
+
+def pooled_status(out_dirs: Sequence[str | Path]) -> list[CellOutcome]:
+    """Every cell of the folders ``pooled_sweep`` reads as one sweep: "skipped" where it has results,
+    else "pending" (``sweep_status`` for a grid in one folder)."""
+    manifest, rows, _ = pooled_sweep(out_dirs)
+    finished = {r["cell"] for r in rows}
+    return [CellOutcome(name, "skipped" if name in finished else "pending") for name in manifest["cells"]]
 
 
 def varying_keys(manifest: Mapping) -> list[str]:

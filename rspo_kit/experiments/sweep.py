@@ -518,15 +518,32 @@ def aggregate(out_dir: str | os.PathLike, *, curve: str = "curve_success") -> pd
     """
     out = Path(out_dir)
     manifest, rows = load_sweep(out)
-    table = pd.DataFrame([{k: v for k, v in r.items() if _scalar(v)} for r in rows])
+    table = write_aggregate(rows, manifest["keys"], out, curve=curve, name=out.name)
     table.attrs.update(cells=len(manifest["cells"]), finished=len(rows), keys=manifest["keys"])
-    table.to_csv(out / "results.csv", index=False)
-    by = [k for k in manifest["keys"] if k != SEED_KEY and k in table]
+    return table
+
+
+def write_aggregate(
+    rows: Sequence[Mapping[str, Any]],
+    keys: Sequence[str],
+    into: Path,
+    *,
+    curve: str = "curve_success",
+    prefix: str = "",
+    name: str = "",
+) -> pd.DataFrame:
+    """What ``aggregate`` writes, for ``rows`` as ``load_sweep`` returns them: the table of their
+    scalars to ``into/<prefix>results.csv``, its ``summarize`` over seeds by the grid ``keys`` to
+    ``<prefix>summary.csv`` and, where recorded, the ``curve`` of every row to ``<prefix>curves.html``
+    (titled with ``name``). Returns the table."""
+    table = pd.DataFrame([{k: v for k, v in r.items() if _scalar(v)} for r in rows])
+    table.to_csv(into / f"{prefix}results.csv", index=False)
+    by = [k for k in keys if k != SEED_KEY and k in table]
     summary = summarize(table, by) if len(table) else pd.DataFrame()
-    summary.to_csv(out / "summary.csv", index=False)
+    summary.to_csv(into / f"{prefix}summary.csv", index=False)
     if any(CURVE_X in r and curve in r for r in rows):
         spec = curve_figure(rows, by, curve)
-        write_figure_html(spec, out / "curves.html", summary, title=f"{out.name}: {curve} vs env steps")
+        write_figure_html(spec, into / f"{prefix}curves.html", summary, title=f"{name}: {curve} vs env steps")
     return table
 
 
