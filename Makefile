@@ -66,9 +66,12 @@ demo: setup kernel
 # - webshop (`make sweep SWEEP_ENV=webshop`, sessions 18-20 and 28): 7,000 env steps, lr 1e-4 (tuned
 #   on valid for GRPO), partial credit (score / 100) as the outcome with replay of above-mean
 #   episodes, a cap of 15 steps, a warm start of 1,284 SFT updates.
-# The warm start is built once first (same env, cap and SFT settings as the cells, so that the parallel
-# cells share its cache; on one torch thread, so it repeats on a machine of the same kind, and its
-# weights' digest is in .cache/warmstart/<key>/report.json and every cell's start.json) and given the
+# The warm start is the committed one the results start from (SWEEP_WARMSTART: results/warm_starts/,
+# ALFWorld's D or WebShop's W, installed into the cache under the cells' key, so any machine starts where
+# those results started; an error if the cache holds another under that key). With SWEEP_WARMSTART= it is
+# built here once first (same env, cap and SFT settings as the cells, so that the parallel
+# cells share its cache; on one torch thread, so it repeats on a machine of the same kind — not on
+# another). Its weights' digest is in .cache/warmstart/<key>/report.json and every cell's start.json. It is given the
 # cells' final evaluation, its episodes in $(SWEEP_OUT)/warmstart_run (a few minutes;
 # `report $(SWEEP_OUT) --reference $(SWEEP_OUT)/warmstart_run` compares every variant with it task by
 # task). Resumable: rerun `make sweep` and finished cells are skipped, killed ones continue from their
@@ -92,6 +95,7 @@ SWEEP_MAX_STEPS ?= 15
 SWEEP_BUDGET    ?= 7000
 SWEEP_LR        ?= 0.0001
 SWEEP_ENV_PARAMS ?= -p OUTCOME_MODE score -p REPLAY_FILTER outcome_above_mean
+SWEEP_WARMSTART ?= results/warm_starts/webshop_W/policy
 else
 SWEEP_OUT       ?= runs/sweeps/issue8
 # the warm start's SFT updates (what 10 minutes gave on 2 idle cores): the same schedule on any machine
@@ -100,6 +104,7 @@ SWEEP_MAX_STEPS ?= 30
 SWEEP_BUDGET    ?= 40000
 SWEEP_LR        ?= 0.00003
 SWEEP_ENV_PARAMS ?=
+SWEEP_WARMSTART ?= results/warm_starts/alfworld_D/policy
 endif
 SWEEP_PARAMS    ?= -p PRESET tiny -p INTERACTIVE false -p THREADS $(SWEEP_THREADS) -p ITERATIONS 1000 -p MAX_ENV_STEPS $(SWEEP_BUDGET) \
                    -p LR $(SWEEP_LR) -p EVAL_SPLIT valid -p EVAL_N 40 -p EVAL_EVERY 5 \
@@ -108,6 +113,7 @@ SWEEP_PARAMS    ?= -p PRESET tiny -p INTERACTIVE false -p THREADS $(SWEEP_THREAD
 sweep: setup kernel
 	rm -rf $(SWEEP_OUT)/warmstart_run
 	$(PY) -m rspo_kit.train --preset tiny --env $(SWEEP_ENV) train.iterations=0 train.eval_n=0 \
+	  $(if $(SWEEP_WARMSTART),--warmstart-from $(SWEEP_WARMSTART)) \
 	  policy.sft_updates=$(SWEEP_SFT_UPDATES) env.max_steps=$(SWEEP_MAX_STEPS) train.run_dir=$(SWEEP_OUT)/warmstart_run \
 	  train.final_eval_split=$(SWEEP_FINAL_SPLIT) train.final_eval_n=$(SWEEP_FINAL_N) train.final_eval_sampled=true
 	$(PY) -m rspo_kit.experiments.sweep notebooks/04_training.ipynb --grid '$(SWEEP_GRID)' \

@@ -704,3 +704,46 @@ def test_a_warm_start_trains_on_one_thread_whatever_the_caller_set(tmp_path, mon
     assert len(report["sft_losses"]) == 2
     assert report["cached"] is False and report["sft_updates"] == 2
     assert setup_module.initial_policy(cfg, progress_bar=False)[1]["cached"] is True
+
+
+def test_a_saved_warm_start_installs_into_the_cache_and_runs_start_from_it(tmp_path, monkeypatch, capsys):
+    """A committed warm start continues a result on another CPU, where the same recipe builds other weights."""
+    import rspo_kit.train.setup as setup_module
+    from rspo_kit.policy.models import weights_digest
+    from rspo_kit.policy.rollout import Policy
+    from rspo_kit.policy.sft import save_policy
+    from rspo_kit.train.__main__ import main as train_main
+
+    monkeypatch.setattr(setup_module, "cache_dir", lambda: tmp_path / "cache")
+    cfg = _smoke("dial", "grpo", "plain", tmp_path, policy__warmstart=True, policy__sft_updates=2)
+
+    def saved(name: str, shift: float) -> Path:  # a policy no SFT here would build
+        policy = Policy.load(cfg.policy.preset, seed=0)
+        with torch.no_grad():
+            next(policy.model.parameters()).add_(shift)
+        save_policy(policy, tmp_path / name / "policy")
+        (tmp_path / name / "report.json").write_text('{"machine": {"cpu": "elsewhere"}}')
+        return tmp_path / name / "policy"
+
+    source = saved("committed", 0.5)
+    done = setup_module.install_warmstart(cfg, source)
+    expected = weights_digest(Policy.load(str(source)).model)
+    assert done["installed"] is True and done["weights_sha256"] == expected
+    policy, report = setup_module.initial_policy(cfg, progress_bar=False)
+    assert (
+        report["cached"] is True and weights_digest(policy.model) == expected
+    )  # no SFT: the installed weights
+    built = json.loads((Path(done["folder"]).parent / "report.json").read_text())
+    assert built["installed_from"] == str(source) and built["machine"] == {"cpu": "elsewhere"}
+    assert setup_module.install_warmstart(cfg, source)["installed"] is False  # held already: nothing to do
+    with pytest.raises(ValueError, match="holds another warm start"):  # never replaces weights runs came from
+        setup_module.install_warmstart(cfg, saved("other", -0.5))
+    with pytest.raises(FileNotFoundError, match="not a saved policy"):
+        setup_module.install_warmstart(cfg, tmp_path)
+    cold = _smoke("dial", "grpo", "plain", tmp_path, policy__warmstart=False)
+    with pytest.raises(ValueError, match="does not warm start"):
+        setup_module.install_warmstart(cold, source)
+    # the CLI fails before training, naming the problem
+    args = ["--preset", "smoke", "--env", "dial", "policy.warmstart=true", "--warmstart-from", str(tmp_path)]
+    assert train_main(args) == 2
+    assert f"error: {tmp_path} is not a saved policy folder" in capsys.readouterr().err

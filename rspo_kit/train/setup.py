@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import time
 from pathlib import Path
 
 import torch
 
 from rspo_kit.paths import cache_dir
-from rspo_kit.policy.models import weights_digest
+from rspo_kit.policy.models import load_model, weights_digest
 from rspo_kit.policy.rollout import Policy
 from rspo_kit.train.config import RunConfig
 
@@ -84,3 +85,40 @@ def initial_policy(cfg: RunConfig, progress_bar: bool = True) -> tuple[Policy, d
     }
     (folder.parent / "report.json").write_text(json.dumps(report, indent=1))
     return Policy.load(str(folder), mode=mode), report
+
+
+def install_warmstart(cfg: RunConfig, source: str | Path) -> dict:
+    """Put a saved warm start (a policy folder, e.g. ``results/warm_starts/alfworld_D/policy``) into the
+    cache under the key ``cfg`` looks up, so that every run of this configuration starts from it instead
+    of an SFT run of its own: how a result is continued on another kind of CPU, where the same recipe
+    builds another policy. Returns ``{"folder", "weights_sha256", "installed"}``; ``installed`` is False
+    when the cache held these weights already. A cache holding other weights under the key (a warm
+    start built here) is an error rather than replaced: runs from it may exist.
+    """
+    if not cfg.policy.warmstart:
+        raise ValueError(
+            "this configuration does not warm start (policy.warmstart is false): no run would read it"
+        )
+    source = Path(source)
+    if not (source / "config.json").exists():
+        raise FileNotFoundError(f"{source} is not a saved policy folder (no config.json)")
+    digest = weights_digest(load_model(str(source))[0])
+    folder = cache_dir() / "warmstart" / warmstart_key(cfg) / "policy"
+    if (folder / "config.json").exists():
+        held = weights_digest(load_model(str(folder))[0])
+        if held != digest:
+            raise ValueError(
+                f"the cache holds another warm start under this key ({folder}: weights {held[:12]}, "
+                f"not {source}'s {digest[:12]}); remove that folder to install {source}"
+            )
+        return {"folder": str(folder), "weights_sha256": digest, "installed": False}
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    partial = folder.with_name("policy.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(source, partial)
+    built = source.parent / "report.json"  # what the build recorded, where the folder has it beside it
+    report = json.loads(built.read_text()) if built.exists() else {}
+    report |= {"warmstart": str(folder), "installed_from": str(source), "weights_sha256": digest}
+    (folder.parent / "report.json").write_text(json.dumps(report, indent=1))
+    partial.rename(folder)
+    return {"folder": str(folder), "weights_sha256": digest, "installed": True}
