@@ -726,6 +726,11 @@ def test_a_saved_warm_start_installs_into_the_cache_and_runs_start_from_it(tmp_p
         return tmp_path / name / "policy"
 
     source = saved("committed", 0.5)
+    recipe = setup_module.warmstart_recipe(cfg)
+    (source.parent / "recipe.json").write_text(json.dumps(recipe | {"updates": 3}))
+    with pytest.raises(ValueError, match=r"another recipe: updates 3 \(this run: 2\)"):
+        setup_module.install_warmstart(cfg, source)  # weights of 3 SFT updates never go under the key of 2
+    (source.parent / "recipe.json").write_text(json.dumps(recipe))
     done = setup_module.install_warmstart(cfg, source)
     expected = weights_digest(Policy.load(str(source)).model)
     assert done["installed"] is True and done["weights_sha256"] == expected

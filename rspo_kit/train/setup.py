@@ -23,9 +23,10 @@ from rspo_kit.policy.rollout import Policy
 from rspo_kit.train.config import RunConfig
 
 
-def warmstart_key(cfg: RunConfig) -> str:
+def warmstart_recipe(cfg: RunConfig) -> dict:
+    """Everything that shapes ``cfg``'s warm start: what its cache key hashes."""
     p, e = cfg.policy, cfg.env
-    spec = {
+    return {
         "env": e.name,
         "engine": e.engine,
         "max_steps": e.max_steps,  # demonstrations are collected under the run's episode cap
@@ -38,8 +39,11 @@ def warmstart_key(cfg: RunConfig) -> str:
         **({"dagger_rounds": p.sft_dagger_rounds} if p.sft_dagger_rounds else {}),  # old keys stay valid
         "version": 6,  # bump when the SFT recipe, the prompt layout or the memory changes
     }
-    digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
-    return f"{e.name}_{Path(p.preset).name}_{digest}"
+
+
+def warmstart_key(cfg: RunConfig) -> str:
+    digest = hashlib.sha256(json.dumps(warmstart_recipe(cfg), sort_keys=True).encode()).hexdigest()[:12]
+    return f"{cfg.env.name}_{Path(cfg.policy.preset).name}_{digest}"
 
 
 def initial_policy(cfg: RunConfig, progress_bar: bool = True) -> tuple[Policy, dict]:
@@ -92,8 +96,10 @@ def install_warmstart(cfg: RunConfig, source: str | Path) -> dict:
     cache under the key ``cfg`` looks up, so that every run of this configuration starts from it instead
     of an SFT run of its own: how a result is continued on another kind of CPU, where the same recipe
     builds another policy. Returns ``{"folder", "weights_sha256", "installed"}``; ``installed`` is False
-    when the cache held these weights already. A cache holding other weights under the key (a warm
-    start built here) is an error rather than replaced: runs from it may exist.
+    when the cache held these weights already. Where the source has a ``recipe.json`` beside it (the
+    committed ones do: ``warmstart_recipe`` of the configuration that built it), it must be ``cfg``'s:
+    weights of 1,536 SFT updates do not go under the key of 3,000. A cache holding other weights under
+    the key (a warm start built here) is an error rather than replaced: runs from it may exist.
     """
     if not cfg.policy.warmstart:
         raise ValueError(
@@ -102,6 +108,13 @@ def install_warmstart(cfg: RunConfig, source: str | Path) -> dict:
     source = Path(source)
     if not (source / "config.json").exists():
         raise FileNotFoundError(f"{source} is not a saved policy folder (no config.json)")
+    recipe = source.parent / "recipe.json"
+    if recipe.exists():
+        built, wanted = json.loads(recipe.read_text()), warmstart_recipe(cfg)
+        differ = sorted(k for k in {*built, *wanted} if built.get(k) != wanted.get(k))
+        if differ:
+            shown = ", ".join(f"{k} {built.get(k)!r} (this run: {wanted.get(k)!r})" for k in differ)
+            raise ValueError(f"{source} was built by another recipe: {shown}")
     digest = weights_digest(load_model(str(source))[0])
     folder = cache_dir() / "warmstart" / warmstart_key(cfg) / "policy"
     if (folder / "config.json").exists():
