@@ -68,7 +68,8 @@ demo: setup kernel
 #   episodes, a cap of 15 steps, a warm start of 1,284 SFT updates.
 # The warm start is the committed one the results start from (SWEEP_WARMSTART: results/warm_starts/,
 # ALFWorld's D or WebShop's W, installed into the cache under the cells' key, so any machine starts where
-# those results started; an error if the cache holds another under that key). With SWEEP_WARMSTART= it is
+# those results started; an error if the cache holds another under that key, or if SWEEP_SFT_UPDATES or
+# SWEEP_MAX_STEPS are not the recipe it was built by). With SWEEP_WARMSTART= it is
 # built here once first (same env, cap and SFT settings as the cells, so that the parallel
 # cells share its cache; on one torch thread, so it repeats on a machine of the same kind — not on
 # another). Its weights' digest is in .cache/warmstart/<key>/report.json and every cell's start.json. It is given the
