@@ -286,7 +286,7 @@ def test_paired_report_differences_seed_by_seed_per_algorithm(tmp_path, capsys):
 
 def test_report_reads_several_folders_as_one_sweep(tmp_path, capsys):
     from rspo_kit.experiments.report import main as report_main
-    from rspo_kit.experiments.report import paired_table
+    from rspo_kit.experiments.report import paired_table, pooled_sweep
 
     # a sweep, then an ablation of it in a second folder: a new knob, whose default the notebook says
     notebook = nbformat.v4.new_notebook()
@@ -370,7 +370,17 @@ def test_report_reads_several_folders_as_one_sweep(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[2:4] == ["| 0.0 | 0 | 35.0 |", "| None | 0 | 41.0 |"]  # REPLAY_RATIO; not NaN
     assert report_main([folders[0], folders[0]]) == 2  # the same cells twice
-    assert "is in both" in capsys.readouterr().err
+    assert "finished in both" in capsys.readouterr().err
+    # a cell an archive lists unfinished, finished in a later folder: read from there
+    _fake_sweep(
+        tmp_path / "f", {"SEED": [5, 6], "SWAP": [True]}, {"SEED=5__SWAP=true": {"final_eval_score": 1.0}}
+    )
+    _fake_sweep(
+        tmp_path / "g", {"SEED": [6], "SWAP": [True]}, {"SEED=6__SWAP=true": {"final_eval_score": 2.0}}
+    )
+    manifest, rows, where = pooled_sweep([tmp_path / "f", tmp_path / "g"])
+    assert sorted(r["cell"] for r in rows) == ["SEED=5__SWAP=true", "SEED=6__SWAP=true"]
+    assert where["SEED=6__SWAP=true"] == tmp_path / "g" / "SEED=6__SWAP=true" and len(manifest["cells"]) == 2
 
 
 def test_report_draws_the_curves_of_several_folders_in_one_figure(tmp_path, capsys):

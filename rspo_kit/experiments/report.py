@@ -546,7 +546,9 @@ def pooled_sweep(out_dirs: Sequence[str | Path]) -> tuple[dict, list[dict], dict
     folder added) is the one it ran with: its folder's fixed parameter (``-p``), else the notebook's
     default (None if the notebook cannot be read from here). A fixed key joins the grid keys where the
     folders differ in it, so a change of protocol shows as a column instead of pooling unlike runs. A
-    cell name found in two folders is an error.
+    cell finished in two folders is an error; one that several folders list is read from the folder
+    where it finished, else from the first where its run started (an archive lists the cells its sweep
+    had not finished, which a later folder may run).
     """
     loaded = [(Path(d), *load_sweep(d)) for d in out_dirs]
     grid_keys = list(dict.fromkeys(k for _, m, _ in loaded for k in m["keys"]))
@@ -567,13 +569,19 @@ def pooled_sweep(out_dirs: Sequence[str | Path]) -> tuple[dict, list[dict], dict
     cells: dict[str, dict] = {}
     folders: dict[str, Path] = {}
     pooled_rows = []
+    finished_in: dict[str, Path] = {}
     for out, manifest, rows in loaded:
+        done = {r["cell"] for r in rows}
         for name, params in manifest["cells"].items():
-            if name in cells:
+            if name in done and name in finished_in:
                 raise ValueError(
-                    f"cell {name} is in both {folders[name].parent} and {out}: pool distinct cells"
+                    f"cell {name} finished in both {finished_in[name]} and {out}: pool distinct cells"
                 )
+            if name in cells and name not in done and (name in finished_in or folders[name].exists()):
+                continue  # unfinished here, finished or started in a folder before
             cells[name], folders[name] = {k: ran_with(manifest, params, k) for k in keys}, out / name
+            if name in done:
+                finished_in[name] = out
         pooled_rows += [r | cells[r["cell"]] for r in rows]
     common = {k: v for k, v in loaded[0][1].get("parameters", {}).items() if k not in keys}
     return {"keys": keys, "cells": cells, "parameters": common}, pooled_rows, folders
