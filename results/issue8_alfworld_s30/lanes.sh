@@ -6,7 +6,8 @@
 # only, mix). Runs on any machine: it installs D into the cache (an error if the cache holds other weights under
 # D's key), creates the frozen checkout if missing, and skips cells archived in results/issue8_alfworld_s29/sweep_D
 # and cells finished in SWEEP_OUT. On a machine other than session 29's, set SWEEP_OUT to a new folder (an
-# archive's manifest is its sweep folder's: two folders, two archives, pooled by `report`).
+# archive's manifest is its sweep folder's: two folders, two archives, pooled by `report`). Collect with
+# `SWEEP_OUT=<the same> bash results/issue8_alfworld_s30/collect.sh` as cells finish.
 # Usage: lanes.sh a|b | cell ALGO SWAP SEED   (SWAP as in a grid: false, '"process"')
 cd "$(dirname "$0")/../.."  # the repository root
 ROOT=$PWD
