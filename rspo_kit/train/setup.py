@@ -129,8 +129,8 @@ def install_warmstart(cfg: RunConfig, source: str | Path) -> dict:
     partial = folder.with_name("policy.partial")
     shutil.rmtree(partial, ignore_errors=True)
     shutil.copytree(source, partial)
-    built = source.parent / "report.json"  # what the build recorded, where the folder has it beside it
-    report = json.loads(built.read_text()) if built.exists() else {}
+    build_report = source.parent / "report.json"  # what the build recorded, where it is beside the folder
+    report = json.loads(build_report.read_text()) if build_report.exists() else {}
     report |= {"warmstart": str(folder), "installed_from": str(source), "weights_sha256": digest}
     (folder.parent / "report.json").write_text(json.dumps(report, indent=1))
     partial.rename(folder)
