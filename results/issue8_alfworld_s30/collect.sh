@@ -7,6 +7,7 @@
 #  - report.md: every finished cell by seed, each variant − warm start D task by task
 #    (results/issue8_webshop_s28/alfworld_warmstart_D), process − plain and mix − plain by seed and task by task,
 #    the swap statistics, and how far the unfinished cells got; results.csv, run_statistics.csv; curves.html
+#  - 06_experiments.ipynb: notebook 06 executed on the archives (notebook06.sh)
 set -e
 cd "$(dirname "$0")/../.."  # the repository root
 R=results/issue8_alfworld_s29
@@ -34,3 +35,5 @@ sweep_statistics(None, (manifest, rows), cells).to_csv(f"{R}/run_statistics.csv"
 PY
 rm -f $R/plotly.min.js  # the page falls back to the CDN's copy of the same version
 cat $R/report.md
+# the executed summary notebook over the archives: results/issue8_alfworld_s29/06_experiments.ipynb
+bash results/issue8_alfworld_s30/notebook06.sh > /dev/null 2>&1 || echo "notebook 06 failed: rerun results/issue8_alfworld_s30/notebook06.sh"
