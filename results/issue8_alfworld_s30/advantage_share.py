@@ -1,0 +1,65 @@
+"""Where each cell's positive advantage goes: to steps of won episodes, or of failed ones.
+
+Reads every iteration's turn table (turns/iter_*.parquet, actor rows) of the finished cells of a sweep
+folder (the live one: the archive keeps no turns) and prints, per cell and over its whole run:
+  - failed_pos_share: the share of the positive advantage mass (Σ adv over steps with adv > 0) on steps of
+    episodes that failed. Plain GRPO's is 0 by construction (a failure's return is never above its group's
+    mean on a 0/1 outcome); a dense reward in the return makes it positive.
+  - won_adv: the mean advantage of a won episode's step; failed_adv: of a failed episode's step.
+  - pos_failed_eps: the share of failed episodes whose steps have positive advantage on average.
+PPO's turn tables hold no advantages (its critic computes them inside the update), so its cells are named
+and skipped.
+
+    .venv/bin/python results/issue8_alfworld_s30/advantage_share.py runs/sweeps/s29_alfworld_D
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+
+def cell_share(cell: Path) -> dict[str, float]:
+    turns = pd.concat(
+        [
+            pd.read_parquet(f, columns=["role", "group_id", "traj_id", "advantage", "won"])
+            for f in sorted((cell / "turns").glob("iter_*.parquet"))
+        ],
+        ignore_index=True,
+    )
+    turns = turns[turns.role == "actor"]
+    if turns.advantage.isna().all():
+        return {}  # PPO: its advantages come from the critic inside the update, not stored in the turns
+    positive = turns.advantage.clip(lower=0)
+    failed = ~turns.won.astype(bool)
+    episodes = turns.groupby(["group_id", "traj_id"]).agg(adv=("advantage", "mean"), won=("won", "first"))
+    lost = episodes[~episodes.won.astype(bool)]
+    return {
+        "failed_pos_share": positive[failed].sum() / max(positive.sum(), 1e-12),
+        "won_adv": turns.advantage[~failed].mean(),
+        "failed_adv": turns.advantage[failed].mean(),
+        "pos_failed_eps": (lost.adv > 0).mean(),
+        "steps": len(turns),
+    }
+
+
+def main(folder: str) -> None:
+    rows = []
+    for cell in sorted(Path(folder).iterdir()):
+        if (cell / "results.json").exists() and (cell / "turns").is_dir():
+            share = cell_share(cell)
+            if share:
+                rows.append({"cell": cell.name, **share})
+            else:
+                print(f"{cell.name}: no advantages in its turn tables (PPO computes them in the update)")
+    table = pd.DataFrame(rows)
+    print("| " + " | ".join(table.columns) + " |")
+    print("|" + "---|" * len(table.columns))
+    for row in table.itertuples(index=False):
+        print("| " + " | ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row) + " |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "runs/sweeps/s29_alfworld_D")
