@@ -18,7 +18,14 @@ from lock_env import register_lock
 
 from rspo_kit.rewards.signals import RewardModel
 from rspo_kit.train import EVENTS, RunConfig, Trainer, preset, train
-from rspo_kit.train.update import UpdateBatch, _backward, _prepare, flatten, policy_gradient
+from rspo_kit.train.update import (
+    UpdateBatch,
+    _backward,
+    _prepare,
+    batch_advantages,
+    flatten,
+    policy_gradient,
+)
 
 register_lock()
 ALGOS = ("grpo", "ppo", "gigpo")
@@ -108,8 +115,13 @@ def test_the_explorer_lr_follows_the_actor_lr_unless_set():
 def test_every_algorithm_and_variant_learns_on_the_lock(algo, swap, tmp_path):
     cfg = _smoke("dial", algo, swap, tmp_path, swap__replay_filter="all")
     seen = {name: 0 for name in EVENTS}
+    batches = []
 
     class Count:
+        def on_update_end(self, event):
+            seen["on_update_end"] += 1
+            batches.append(event.data["batch"])
+
         def __getattr__(self, name):
             if name not in seen:
                 raise AttributeError(name)
@@ -149,7 +161,19 @@ def test_every_algorithm_and_variant_learns_on_the_lock(algo, swap, tmp_path):
         )
     if algo == "ppo":
         assert math.isfinite(last["loss/value"])
-    assert (Path(cfg.train.run_dir) / "turns" / "iter_00002.parquet").exists()
+    # the turn table holds the advantages the actor's update used, PPO's (over its critic) included
+    table = pd.read_parquet(Path(cfg.train.run_dir) / "turns" / "iter_00002.parquet")
+    batch = batches[-1]
+    assert batch.advantages_cfg == cfg.algo
+    assert len(batch.advantages) == sum(len(t.steps) for t in batch.trajs)
+    actor = table[table["role"] != "explorer"]
+    assert actor["advantage"].tolist() == pytest.approx(batch.advantages.tolist())
+    assert actor["advantage"].abs().sum() > 0
+    if algo == "ppo":  # whitened GAE: not the critic-free returns-to-go a viewer could recompute
+        assert actor["advantage"].mean() == pytest.approx(0.0, abs=1e-5)
+    else:  # the critic-free estimators: the viewers' recomputation is the same
+        assert batch.advantages.tolist() == pytest.approx(batch_advantages(batch, cfg.algo).step.tolist())
+    assert table[table["role"] == "explorer"]["advantage"].isna().all()
 
 
 # ----------------------------------------------------------------------------- the real envs

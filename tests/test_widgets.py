@@ -456,6 +456,7 @@ def test_advantage_heatmap_cells_and_anchor_groups(run):
     batch = run["rec"].of("on_update_end")[0].data["batch"]
     heat = AdvantageHeatmap(batch, run["cfg"].algo)
     frame = heat.frame
+    assert frame["advantage"].tolist() == batch.advantages.tolist()  # what the update used
     assert frame["advantage"].tolist() == pytest.approx(
         batch_advantages(batch, run["cfg"].algo).step.tolist()
     )
@@ -470,6 +471,24 @@ def test_advantage_heatmap_cells_and_anchor_groups(run):
     assert "anchor group" in heat.figure.data[0].text[0][0]
     heat.group.value = "all"
     assert len(heat.figure.data[0].z) == frame["traj"].nunique()
+
+
+def test_advantage_heatmap_shows_ppos_own_advantages_and_recomputes_under_another_config(tmp_path):
+    from dataclasses import replace
+
+    cfg = preset("smoke", env="dial", algo="ppo", swap=False, seed=0)
+    cfg.train.run_dir, cfg.train.threads, cfg.train.iterations = str(tmp_path / "ppo"), 1, 1
+    recorder = Recorder()
+    Trainer(cfg, callbacks=[recorder]).run()
+    batch = recorder.of("on_update_end")[0].data["batch"]
+    own = AdvantageHeatmap(batch, cfg.algo).frame["advantage"].tolist()
+    assert own == batch.advantages.tolist()
+    returns_to_go = batch_advantages(batch, cfg.algo).step.tolist()
+    assert own != pytest.approx(returns_to_go)  # the critic's values changed them
+    other = replace(cfg.algo, lam=0.5)
+    assert AdvantageHeatmap(batch, other).frame["advantage"].tolist() == pytest.approx(
+        batch_advantages(batch, other).step.tolist()
+    )
 
 
 def test_advantage_heatmap_matches_a_hand_made_gigpo_batch():

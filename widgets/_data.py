@@ -382,13 +382,21 @@ ADVANTAGE_COLUMNS = (
 
 
 def advantage_frame(batch: UpdateBatch, algo_cfg: Any) -> pd.DataFrame:
-    """One row per step of an update batch with the advantage X gives it (``batch_advantages``).
+    """One row per step of an update batch with the advantage X gives it.
+
+    A batch that an update ran on with this same ``algo_cfg`` (an ``on_update_end`` event's) shows the
+    advantages that update used, PPO's over its critic's values included; any other is recomputed with
+    ``batch_advantages`` (PPO without a critic: returns-to-go).
 
     ``anchor_group`` is ``"<group_id> | <anchor>"``: GiGPO compares a step's return only with steps
     taken from the same state in the same task group (Feng et al. 2025, Eq. 6); its size 1 means the
     step advantage A^S is 0 and only the episode advantage A^E remains.
     """
-    adv = batch_advantages(batch, algo_cfg).step.tolist()
+    recorded = getattr(batch, "advantages", None)
+    if recorded is not None and getattr(batch, "advantages_cfg", None) == algo_cfg:
+        adv = recorded.tolist()
+    else:
+        adv = batch_advantages(batch, algo_cfg).step.tolist()
     rows, k = [], 0
     for i, (t, rewards) in enumerate(zip(batch.trajs, batch.rewards, strict=True)):
         for j, (s, r) in enumerate(zip(t.steps, rewards, strict=True)):

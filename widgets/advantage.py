@@ -22,7 +22,9 @@ ALL = "all"
 
 class AdvantageHeatmap(WidgetBase):
     """``batch``: an ``UpdateBatch`` (an ``on_update_end`` event's ``data["batch"]``); ``algo_cfg``: the
-    ``AlgoConfig`` whose estimator to run (``cfg.algo``; PPO without a critic: returns-to-go)."""
+    ``AlgoConfig`` whose estimator to show (``cfg.algo``). An event's batch under its own run's config
+    shows the advantages its update used (PPO's over its critic); otherwise they are recomputed (PPO
+    without a critic: returns-to-go)."""
 
     title = "Step advantages"
 

@@ -7,8 +7,8 @@ folder (the live one: the archive keeps no turns) and prints, per cell and over 
     mean on a 0/1 outcome); a dense reward in the return makes it positive.
   - won_adv: the mean advantage of a won episode's step; failed_adv: of a failed episode's step.
   - pos_failed_eps: the share of failed episodes whose steps have positive advantage on average.
-PPO's turn tables hold no advantages (its critic computes them inside the update), so its cells are named
-and skipped.
+The sweep's PPO cells (checkout 0f94b38) wrote no advantages to their turn tables (its critic computes them
+inside the update; the trainer records them since session 32), so such cells are named and skipped.
 
     .venv/bin/python results/issue8_alfworld_s30/advantage_share.py runs/sweeps/s29_alfworld_D
 """
@@ -31,7 +31,7 @@ def cell_share(cell: Path) -> dict[str, float]:
     )
     turns = turns[turns.role == "actor"]
     if turns.advantage.isna().all():
-        return {}  # PPO: its advantages come from the critic inside the update, not stored in the turns
+        return {}  # PPO before session 32: its advantages came from the critic inside the update, unrecorded
     positive = turns.advantage.clip(lower=0)
     failed = ~turns.won.astype(bool)
     episodes = turns.groupby(["group_id", "traj_id"]).agg(adv=("advantage", "mean"), won=("won", "first"))
@@ -53,7 +53,7 @@ def main(folder: str) -> None:
             if share:
                 rows.append({"cell": cell.name, **share})
             else:
-                print(f"{cell.name}: no advantages in its turn tables (PPO computes them in the update)")
+                print(f"{cell.name}: no advantages in its turn tables (PPO before session 32)")
     table = pd.DataFrame(rows)
     print("| " + " | ".join(table.columns) + " |")
     print("|" + "---|" * len(table.columns))

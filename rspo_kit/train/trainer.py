@@ -45,7 +45,7 @@ from rspo_kit.swap import ReplayBuffer, mixed_groups, swap_metrics
 from rspo_kit.train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from rspo_kit.train.config import RunConfig, variant_of
 from rspo_kit.train.setup import initial_policy
-from rspo_kit.train.update import Learner, UpdateBatch, batch_advantages, update
+from rspo_kit.train.update import Learner, UpdateBatch, update
 
 EVENTS = ("on_rollout_end", "on_swap", "on_update_end", "on_eval", "on_checkpoint")
 
@@ -457,7 +457,7 @@ class Trainer:
 
         if cfg.train.tables:
             t0 = time.perf_counter()
-            self._write_table(k, mixed, actor_rewards, explorer)
+            self._write_table(k, batch, explorer)
             row["perf/tables_s"] = time.perf_counter() - t0
         if k % cfg.train.eval_every == 0 or k == cfg.train.iterations or self.budget_spent:
             t0 = time.perf_counter()
@@ -481,12 +481,11 @@ class Trainer:
         self.iteration = k
         return row
 
-    def _write_table(self, k: int, mixed, rewards, explorer) -> None:
-        # PPO's advantages depend on the critic's values at update time: not recomputed for the table
-        adv = None
-        if self.cfg.algo.name != "ppo" and mixed:
-            batch = UpdateBatch(mixed, rewards, [t.source == "replay" for t in mixed])
-            adv = batch_advantages(batch, self.cfg.algo).step.tolist()
+    def _write_table(self, k: int, batch: UpdateBatch, explorer) -> None:
+        # the advantages the update used (PPO's: over its critic's values at the time); the explorer's
+        # fresh rollout has none yet (it trains on it next iteration)
+        mixed, rewards = batch.trajs, batch.rewards
+        adv = batch.advantages.tolist() if batch.advantages is not None else None
         outcome = self.rewards.outcome_return
         frames = [
             turn_table(

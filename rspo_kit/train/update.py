@@ -89,6 +89,11 @@ class UpdateBatch:
     trajs: list[Trajectory]
     rewards: list[list[float]]  # per trajectory, per step: the signal this update optimises
     offpolicy: list[bool] = field(default_factory=list)  # per trajectory: replayed (behaviour = explorer)
+    # set by ``update``: the advantage it optimised at each step (S,), flat in trajectory order, and the
+    # AlgoConfig it ran; for PPO the whitened GAE over the critic's values at update time, which no viewer
+    # can recompute afterwards
+    advantages: torch.Tensor | None = field(default=None, init=False, repr=False)
+    advantages_cfg: AlgoConfig | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.offpolicy:
@@ -187,7 +192,8 @@ ADVANTAGES: dict[str, Callable[[Flat, AlgoConfig, torch.Tensor | None], Advantag
 def batch_advantages(batch: UpdateBatch, cfg: AlgoConfig, values: torch.Tensor | None = None) -> Advantages:
     """The advantages X assigns to each step of a batch (flat, in trajectory order); for viewers.
 
-    PPO needs the critic's values (S,); without them it uses 0, i.e. discounted returns-to-go.
+    PPO needs the critic's values (S,); without them it uses 0, i.e. discounted returns-to-go. A batch
+    that went through ``update`` carries the advantages the update used (``batch.advantages``).
     """
     flat = flatten(batch)
     if cfg.name == "ppo" and values is None:
@@ -292,6 +298,7 @@ def update(
     t0 = time.perf_counter()
     clock: dict[str, float] = {}
     values, adv, (old, weights, shaped) = _prepare(learner, flat, cfg, swap, temperature, clock)
+    batch.advantages, batch.advantages_cfg = adv.step.detach().clone(), cfg
     t1 = time.perf_counter()
 
     generator = torch.Generator().manual_seed(seed)
