@@ -10,7 +10,8 @@ folder (the live one: the archive keeps no turns) and prints, per cell and over 
 The sweep's PPO cells (checkout 0f94b38) wrote no advantages to their turn tables (its critic computes them
 inside the update; the trainer records them since session 32), so such cells are named and skipped.
 
-    .venv/bin/python results/issue8_alfworld_s30/advantage_share.py runs/sweeps/s29_alfworld_D
+    .venv/bin/python results/issue8_alfworld_s30/advantage_share.py runs/sweeps/s29_alfworld_D \
+        > results/issue8_alfworld_s29/advantage_share.md
 """
 
 from __future__ import annotations
@@ -53,7 +54,9 @@ def main(folder: str) -> None:
             if share:
                 rows.append({"cell": cell.name, **share})
             else:
-                print(f"{cell.name}: no advantages in its turn tables (PPO before session 32)")
+                print(
+                    f"{cell.name}: no advantages in its turn tables (PPO before session 32)", file=sys.stderr
+                )
     table = pd.DataFrame(rows)
     print("| " + " | ".join(table.columns) + " |")
     print("|" + "---|" * len(table.columns))
