@@ -392,9 +392,8 @@ def advantage_frame(batch: UpdateBatch, algo_cfg: Any) -> pd.DataFrame:
     taken from the same state in the same task group (Feng et al. 2025, Eq. 6); its size 1 means the
     step advantage A^S is 0 and only the episode advantage A^E remains.
     """
-    recorded = getattr(batch, "advantages", None)
-    if recorded is not None and getattr(batch, "advantages_cfg", None) == algo_cfg:
-        adv = recorded.tolist()
+    if batch.advantages is not None and batch.advantages_cfg == algo_cfg:
+        adv = batch.advantages.tolist()
     else:
         adv = batch_advantages(batch, algo_cfg).step.tolist()
     rows, k = [], 0

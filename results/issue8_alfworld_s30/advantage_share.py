@@ -21,15 +21,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from rspo_kit.records import load_turns
+
 
 def cell_share(cell: Path) -> dict[str, float]:
-    turns = pd.concat(
-        [
-            pd.read_parquet(f, columns=["role", "group_id", "traj_id", "advantage", "won"])
-            for f in sorted((cell / "turns").glob("iter_*.parquet"))
-        ],
-        ignore_index=True,
-    )
+    turns = load_turns(cell)
     turns = turns[turns.role == "actor"]
     if turns.advantage.isna().all():
         return {}  # PPO before session 32: its advantages came from the critic inside the update, unrecorded
