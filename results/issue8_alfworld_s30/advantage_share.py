@@ -56,7 +56,9 @@ def folder_rows(folder: Path) -> list[dict]:
             if share:
                 rows.append({"cell": cell.name, "folder": folder.name, **share})
             else:
-                print(f"{cell.name}: no advantages in its turn tables (PPO before session 32)", file=sys.stderr)
+                print(
+                    f"{cell.name}: no advantages in its turn tables (PPO before session 32)", file=sys.stderr
+                )
     return rows
 
 
