@@ -13,7 +13,7 @@ inside the update; the trainer records them since session 32), so such cells are
 A machine's sweep folder goes with the machine, so the rows measured so far are kept in a CSV (--csv): the
 folders' cells replace their rows there, the others stay, and the whole table is printed as markdown:
 
-    .venv/bin/python results/issue8_alfworld_s30/advantage_share.py runs/sweeps/s33_alfworld_D \
+    .venv/bin/python results/issue8_alfworld_s30/advantage_share.py runs/sweeps/s34_alfworld_D \
         > results/issue8_alfworld_s29/advantage_share.md
 """
 
