@@ -466,7 +466,7 @@ def test_saved_policy_loads_with_its_mode_and_weights(tiny, tmp_path):
 
 
 def test_two_processes_building_one_cache_entry_both_get_it(tiny, tmp_path, monkeypatch):
-    """Seen in session 27: two runs started together built the tiny preset into one ``.tmp`` folder and
+    """Two runs started together built the tiny preset into one ``.tmp`` folder and
     one crashed. Each process now writes its own sibling, and a cache entry another process moved in
     first is kept."""
     from rspo_kit.policy.models import save_checkpoint

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from rspo_kit.envs.base import Task, TextEnv
 
 SPLITS = ("train", "valid", "eval", "eval_unseen")
-# "valid" is not a split of its own: it is the tail of train, held out for tuning (issue 8: tune on
+# "valid" is not a split of its own: it is the tail of train, held out for tuning (tune on
 # train and a validation subset of it, never on eval or eval_unseen). Its tasks keep their train ids.
 VALID_SIZE = 240  # tasks; a fifth of train when train is smaller than 5 * VALID_SIZE
 

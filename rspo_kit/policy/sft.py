@@ -343,9 +343,9 @@ def lr_factor(
 
 
 # Every warm start trains on this many torch threads, whatever the caller set. SFT on two threads is
-# not bit-reproducible: session 27 built session 18's WebShop warm start twice on one machine by its
-# own command (--threads 2), and the two builds' SFT losses parted at update 228 (by one ulp, then
-# growing); on one thread, builds repeat bit for bit (60 updates, twice, and with session 22's code).
+# not bit-reproducible: one WebShop warm start built twice on one machine with --threads 2 gave SFT
+# losses that parted at update 228 (by one ulp, then growing); on one thread, builds repeat bit for bit
+# (60 updates, twice, and across two versions of the code).
 SFT_THREADS = 1
 
 

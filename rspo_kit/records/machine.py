@@ -1,7 +1,7 @@
 """What machine a checkpoint was built on: the facts its float rounding can depend on.
 
 A warm start built by one recipe on one thread repeats bit for bit on one machine, but not across
-machines (session 27: three ALFWorld builds, three checkpoints), and MKL, oneDNN and torch's own
+machines (three machines built three different ALFWorld checkpoints from one recipe), and MKL, oneDNN and torch's own
 kernels are chosen by the CPU's vector instructions. So every warm start records this next to its SFT
 history: two machines with the same record are the ones where a rebuild can be expected to repeat.
 """

@@ -3,8 +3,8 @@
 The starting policy's provenance (a cached warm start, one built now with its SFT record and
 machine, or a preset) and ``weights_sha256``, the digest of its weights
 (``rspo_kit.policy.models.weights_digest``). Two runs with one digest started from the same policy
-bit for bit; sessions that rebuild a warm start by the same recipe on another machine get another
-digest, and comparing the runs of two such sessions compares warm starts as well as algorithms.
+bit for bit; a warm start rebuilt by the same recipe on another machine gets another digest, and
+comparing runs from two such builds compares warm starts as well as algorithms.
 """
 
 from __future__ import annotations
@@ -28,6 +28,6 @@ def write_start(run_dir: str | Path, record: dict) -> bool:
 
 
 def read_start(run_dir: str | Path) -> dict | None:
-    """The run's start record, or None for a run without one (runs before session 28)."""
+    """The run's start record, or None for a run without one (runs recorded before start records existed)."""
     path = Path(run_dir) / START_FILE
     return json.loads(path.read_text()) if path.exists() else None
