@@ -778,6 +778,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="curve_success",
         help="the recorded curve --curves draws (default: curve_success; WebShop: curve_score)",
     )
+    ap.add_argument(
+        "--advantage-share",
+        action="store_true",
+        help="also where each finished cell's positive advantage goes, to steps of won or failed episodes "
+        "(from its turn tables: a live sweep folder, not an archive)",
+    )
     args = ap.parse_args(argv)
     try:
         pairs = [parse_pair(p) for p in args.paired]
@@ -785,6 +791,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             page = curves_page(args.out, args.curves, args.curve, args.metrics)
             print(f"wrote {page}", file=sys.stderr)
         print(report(args.out, args.metrics, args.statistics, pairs, args.reference))
+        if args.advantage_share:
+            from rspo_kit.experiments.advantage import advantage_share_report
+
+            print("\n" + advantage_share_report(args.out))
     except (FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
