@@ -66,6 +66,9 @@ class PolicyConfig:
     preset: str = "tiny"  # "tiny", "small", "smollm2-135m", a checkpoint folder, or a HF id/path
     mode: Literal["choice", "free", "preset"] = "preset"  # "preset": the preset's own action mode
     warmstart: bool = True  # SFT on search-expert demonstrations first (cached per settings)
+    # a saved warm start (policy folder) instead of an SFT run here: installed into the cache under this
+    # run's warm-start key first (rspo_kit.train.setup); relative paths from the repository root
+    warmstart_from: str | None = None
     sft_demo_tasks: int = 1500
     sft_minutes: float = 10.0
     sft_updates: int | None = None  # SFT updates instead of minutes: the same schedule on any machine
@@ -85,6 +88,7 @@ class PolicyConfig:
         _require(self, "sft_balance", self.sft_balance >= 0, ">= 0")
         _require(self, "sft_dagger_rounds", self.sft_dagger_rounds >= 0, ">= 0")
         _require(self, "temperature", self.temperature > 0, "> 0")
+        _require(self, "warmstart_from", self.warmstart_from != "", "None or a policy folder")
 
 
 @dataclass
@@ -319,6 +323,53 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "algo": {"group_size": 8, "lr": 1e-6, "minibatch_steps": 32},
         "train": {"iterations": 150, "eval_n": 120, "eval_every": 10},
     },
+    # The experiment protocols of results/: the tiny model from a committed warm start, every run
+    # stopped at one budget of env steps (actor + explorer; RSPO and the control pay for their explorer),
+    # learning curves on 40 valid tasks (held-out train tasks: the lr was tuned there, never on the test
+    # splits) every 5 iterations, then all 120 tasks of eval and eval_unseen, greedy and sampled (RL
+    # optimises the sampled policy). One torch thread: a run repeats on a machine of the same kind.
+    # ALFWorld: 40,000 env steps (a budget at which plain GRPO measurably improves on its warm start on
+    # the 120-task splits), lr 3e-5 (tuned on valid from this warm start), episodes capped at 30 steps,
+    # success as the outcome; the warm start is 1,536 SFT updates under the same cap (what 10 minutes
+    # gave on 2 cores, as a count: the same schedule on any machine; results/warm_starts/README.md).
+    "alfworld-40k": {
+        "env": {"name": "alfworld", "train_tasks": 400, "tasks_per_iteration": 4, "max_steps": 30},
+        "policy": {
+            "preset": "tiny",
+            "sft_updates": 1536,
+            "warmstart_from": "results/warm_starts/alfworld_tiny_sft1536_cap30/policy",
+        },
+        "algo": {"group_size": 8, "lr": 3e-5, "minibatch_steps": 64},
+        "train": {
+            "iterations": 1000,  # never the limit: max_env_steps ends every run
+            "max_env_steps": 40_000,
+            **{"eval_split": "valid", "eval_n": 40, "eval_every": 5},
+            **{"final_eval_split": "eval,eval_unseen", "final_eval_n": 120, "final_eval_sampled": True},
+            "threads": 1,
+        },
+    },
+    # WebShop: 7,000 env steps (plain GRPO's best valid evaluation came at 6.7k and fell after: chosen
+    # on valid, on plain GRPO's own curve), lr 1e-4 (tuned on valid for GRPO), partial credit (score /
+    # 100) as the outcome, since full successes are rare for the tiny model, and the replay of explorer
+    # episodes above their group's mean score; the warm start is 1,284 SFT updates under the 15-step cap.
+    "webshop-7k": {
+        "env": {"name": "webshop", "train_tasks": 400, "tasks_per_iteration": 4, "max_steps": 15},
+        "policy": {
+            "preset": "tiny",
+            "sft_updates": 1284,
+            "warmstart_from": "results/warm_starts/webshop_tiny_sft1284_cap15/policy",
+        },
+        "reward": {"outcome_mode": "score"},
+        "swap": {"replay_filter": "outcome_above_mean"},
+        "algo": {"group_size": 8, "lr": 1e-4, "minibatch_steps": 64},
+        "train": {
+            "iterations": 1000,  # never the limit: max_env_steps ends every run
+            "max_env_steps": 7_000,
+            **{"eval_split": "valid", "eval_n": 40, "eval_every": 5},
+            **{"final_eval_split": "eval,eval_unseen", "final_eval_n": 120, "final_eval_sampled": True},
+            "threads": 1,
+        },
+    },
 }
 
 # What ``preset(..., swap=...)`` means: the mode of the swap and the reward the base algorithm sees.
@@ -334,7 +385,7 @@ VARIANTS: dict[str, tuple[SwapMode, RewardSignal]] = {
 def preset(
     name: str = "tiny",
     *,
-    env: str = "alfworld",
+    env: str | None = None,
     algo: Algo = "gigpo",
     swap: bool | str = False,
     seed: int = 0,
@@ -342,16 +393,24 @@ def preset(
 ) -> RunConfig:
     """A named ``RunConfig``. ``swap``: True/"rspo", False/"plain", "control", "process" or "mix".
 
-    ``overrides`` are dotted fields with ``__`` for the dot: ``preset("tiny", algo__lr=3e-4)``.
+    ``env``: None is the preset's own env (a protocol such as "alfworld-40k" fixes its env; another is
+    an error), else "alfworld". ``overrides`` are dotted fields with ``__`` for the dot:
+    ``preset("tiny", algo__lr=3e-4)``.
     """
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
+    fixed = PRESETS[name].get("env", {}).get("name")
+    if fixed is not None and env not in (None, fixed):
+        raise ValueError(
+            f"preset {name!r} fixes its env to {fixed!r}; env={env!r} is not allowed (leave it None)"
+        )
+    env = env or fixed or "alfworld"
     variant = {True: "rspo", False: "plain"}.get(swap, swap) if isinstance(swap, bool) else swap
     if variant not in VARIANTS:
         raise ValueError(f"swap = {swap!r} is not allowed; choose True, False or one of {sorted(VARIANTS)}")
     parts = PRESETS[name]
     cfg = RunConfig(
-        env=EnvConfig(**{"name": env, **parts.get("env", {})}),
+        env=EnvConfig(**{**parts.get("env", {}), "name": env}),
         policy=PolicyConfig(**parts.get("policy", {})),
         reward=RewardConfig(**parts.get("reward", {})),
         algo=AlgoConfig(**{**parts.get("algo", {}), "name": algo}),
