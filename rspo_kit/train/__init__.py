@@ -4,22 +4,50 @@
 >>> cfg = preset("tiny", env="alfworld", algo="gigpo", swap=True, seed=0)
 >>> cfg.swap.mode, cfg.reward.train_on, cfg.algo.name
 ('rspo', 'outcome', 'gigpo')
+
+The names below load on first use, so that ``import rspo_kit.train.config`` (and the CLI's
+``--help``) does not import torch and the trainer.
 """
 
-from rspo_kit.train.config import (
-    PRESETS,
-    VARIANTS,
-    AlgoConfig,
-    EnvConfig,
-    PolicyConfig,
-    RewardConfig,
-    RunConfig,
-    SwapConfig,
-    TrainConfig,
-    preset,
-    variant_of,
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rspo_kit.train.config import (
+        PRESETS,
+        VARIANTS,
+        AlgoConfig,
+        EnvConfig,
+        PolicyConfig,
+        RewardConfig,
+        RunConfig,
+        SwapConfig,
+        TrainConfig,
+        preset,
+        variant_of,
+    )
+    from rspo_kit.train.setup import initial_policy
+    from rspo_kit.train.trainer import EVENTS, Event, RunResult, Trainer, resumable, train
+
+_CONFIG = (
+    "PRESETS",
+    "VARIANTS",
+    "AlgoConfig",
+    "EnvConfig",
+    "PolicyConfig",
+    "RewardConfig",
+    "RunConfig",
+    "SwapConfig",
+    "TrainConfig",
+    "preset",
+    "variant_of",
 )
-from rspo_kit.train.trainer import EVENTS, Event, RunResult, Trainer, resumable, train
+_HOME = {name: "rspo_kit.train.config" for name in _CONFIG}
+_HOME |= {name: "rspo_kit.train.trainer" for name in ("EVENTS", "Event", "RunResult", "Trainer")}
+_HOME |= {"resumable": "rspo_kit.train.trainer", "train": "rspo_kit.train.trainer"}
+_HOME |= {"initial_policy": "rspo_kit.train.setup"}
 
 __all__ = [
     "EVENTS",
@@ -35,8 +63,21 @@ __all__ = [
     "SwapConfig",
     "TrainConfig",
     "Trainer",
+    "initial_policy",
     "preset",
     "resumable",
     "train",
     "variant_of",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(_HOME[name]), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOME])
