@@ -60,15 +60,6 @@ def test_outcome_above_mean_admits_what_beats_the_actors_group_on_partial_credit
     assert buf.keep([traj("a", True)], outcome, {"a": [1.0, 1.0]}) == []
 
 
-def test_the_configs_filters_are_the_buffers():
-    from typing import get_args
-
-    from rspo_kit.swap import FILTERS
-    from rspo_kit.train.config import ReplayFilter
-
-    assert get_args(ReplayFilter) == FILTERS
-
-
 def test_crashed_and_empty_trajectories_never_enter():
     buf = ReplayBuffer(10, "all")
     assert (

@@ -20,57 +20,48 @@ trajectory appear in time order (trajectories may be interleaved); float64 insid
 or normalisations could lose precision, results in the input's floating dtype.
 """
 
-from rspo_kit.algos.gae import turn_gae, whiten
-from rspo_kit.algos.gigpo import (
-    EPISODE_STATS,
-    EpisodeStats,
-    GiGPOAdvantages,
-    anchor_groups,
-    discounted_returns,
-    gigpo_advantages,
-)
-from rspo_kit.algos.grpo import broadcast_to_steps, group_stats, grpo_advantages, zero_variance_fraction
-from rspo_kit.algos.losses import (
-    AGGREGATION_MODES,
-    KL_KINDS,
-    Aggregation,
-    KLKind,
-    PolicyLossOutput,
-    categorical_entropy,
-    clipped_policy_loss,
-    entropy_from_logits,
-    explained_variance,
-    kl_penalty,
-    value_loss,
-)
-from rspo_kit.algos.offpolicy import OFFPOLICY_MODES, OffPolicyMode, offpolicy_weights, weight_stats
+from __future__ import annotations
 
-__all__ = [
-    "AGGREGATION_MODES",
-    "EPISODE_STATS",
-    "KL_KINDS",
-    "OFFPOLICY_MODES",
-    "Aggregation",
-    "EpisodeStats",
-    "GiGPOAdvantages",
-    "KLKind",
-    "OffPolicyMode",
-    "PolicyLossOutput",
-    "anchor_groups",
-    "broadcast_to_steps",
-    "categorical_entropy",
-    "clipped_policy_loss",
-    "discounted_returns",
-    "entropy_from_logits",
-    "explained_variance",
-    "gigpo_advantages",
-    "group_stats",
-    "grpo_advantages",
-    "kl_penalty",
-    "offpolicy_weights",
-    "turn_gae",
-    "value_loss",
-    "weight_stats",
-    "whiten",
-    "zero_variance_fraction",
-]
+from importlib import import_module
+from typing import Any
+
+# Each name loads its module (and torch) on first use, so that ``rspo_kit.train.config`` can take
+# ``OffPolicyMode`` from ``offpolicy`` without importing torch.
+_NAMES = {
+    "gae": ("turn_gae", "whiten"),
+    "gigpo": (
+        "EPISODE_STATS",
+        "EpisodeStats",
+        "GiGPOAdvantages",
+        "anchor_groups",
+        "discounted_returns",
+        "gigpo_advantages",
+    ),
+    "grpo": ("broadcast_to_steps", "group_stats", "grpo_advantages", "zero_variance_fraction"),
+    "losses": (
+        "AGGREGATION_MODES",
+        "KL_KINDS",
+        "Aggregation",
+        "KLKind",
+        "PolicyLossOutput",
+        "categorical_entropy",
+        "clipped_policy_loss",
+        "entropy_from_logits",
+        "explained_variance",
+        "kl_penalty",
+        "value_loss",
+    ),
+    "offpolicy": ("OFFPOLICY_MODES", "OffPolicyMode", "offpolicy_weights", "weight_stats"),
+}
+_HOME = {name: f"rspo_kit.algos.{module}" for module, names in _NAMES.items() for name in names}
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(_HOME[name]), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOME])

@@ -15,24 +15,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
-import torch
-from torch import Tensor
+if TYPE_CHECKING:
+    from torch import Tensor
 
-from rspo_kit.algos._index import check_1d
-
+# The run config takes its list of modes from here, so this module needs nothing of torch but the
+# tensors it is given: reading a config (or the CLI's --help) does not import torch.
 OffPolicyMode = Literal["none", "truncated_is", "luffy"]
 OFFPOLICY_MODES: tuple[str, ...] = get_args(OffPolicyMode)
 
 
 def _unit_weights(logp_current: Tensor, logp_behaviour: Tensor, is_clip: float) -> Tensor:
-    return torch.ones_like(logp_current)
+    return logp_current.new_ones(logp_current.shape)
 
 
 def _truncated_is(logp_current: Tensor, logp_behaviour: Tensor, is_clip: float) -> Tensor:
     # exp may overflow to inf for a unit B found very unlikely; the clamp brings it back to c.
-    return torch.clamp(torch.exp(logp_current - logp_behaviour), max=is_clip)
+    return (logp_current - logp_behaviour).exp().clamp(max=is_clip)
 
 
 OFFPOLICY_WEIGHTS: dict[str, Callable[[Tensor, Tensor, float], Tensor]] = {
@@ -51,6 +51,7 @@ def offpolicy_weights(
     under the policy that sampled it. Returns a tensor without gradient in the dtype of
     ``logp_current``; with ``"truncated_is"`` every weight is ≤ ``is_clip``.
 
+    >>> import torch
     >>> offpolicy_weights(torch.log(torch.tensor([0.5, 0.9])), torch.log(torch.tensor([0.5, 0.1])), "truncated_is")
     tensor([1., 2.])
     """
@@ -58,10 +59,12 @@ def offpolicy_weights(
         raise ValueError(f"mode must be one of {OFFPOLICY_MODES}, got {mode!r}")
     if not (math.isfinite(is_clip) and is_clip > 0):
         raise ValueError(f"is_clip must be a positive finite number, got {is_clip!r}")
-    check_1d("logp_current", logp_current)
-    check_1d("logp_behaviour", logp_behaviour, logp_current.shape[0])
-    with torch.no_grad():
-        return OFFPOLICY_WEIGHTS[mode](logp_current.detach(), logp_behaviour.detach(), is_clip)
+    if logp_current.dim() != 1:
+        raise ValueError(f"logp_current must have shape (N,), got {tuple(logp_current.shape)}")
+    if logp_behaviour.shape != logp_current.shape:
+        want, got = tuple(logp_current.shape), tuple(logp_behaviour.shape)
+        raise ValueError(f"logp_behaviour must have shape {want}, got {got}")
+    return OFFPOLICY_WEIGHTS[mode](logp_current.detach(), logp_behaviour.detach(), is_clip)
 
 
 def weight_stats(w: Tensor, is_clip: float = 2.0) -> dict[str, float]:
@@ -70,6 +73,7 @@ def weight_stats(w: Tensor, is_clip: float = 2.0) -> dict[str, float]:
     Pass only the off-policy units' weights (on-policy units have w = 1 and would dilute the
     numbers). All values are NaN for an empty tensor.
 
+    >>> import torch
     >>> weight_stats(torch.tensor([0.5, 2.0, 1.5, 2.0]))
     {'mean': 1.5, 'max': 2.0, 'min': 0.5, 'clipped_frac': 0.5}
     """
@@ -77,7 +81,7 @@ def weight_stats(w: Tensor, is_clip: float = 2.0) -> dict[str, float]:
         return dict.fromkeys(("mean", "max", "min", "clipped_frac"), math.nan)
     w = w.detach()
     # Compare in w's dtype: float32(1.3) < 1.3, so a weight clamped to 1.3 would not count.
-    at_clip = w >= torch.tensor(is_clip, dtype=w.dtype, device=w.device)
+    at_clip = w >= w.new_tensor(is_clip)
     return {
         "mean": float(w.mean()),
         "max": float(w.max()),

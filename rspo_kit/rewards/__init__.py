@@ -4,28 +4,12 @@
 (``ProcessReward``); ``combine`` and ``misalign`` compose them; ``diagnose`` shows where they disagree.
 """
 
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
 from rspo_kit.rewards import alfworld, webshop  # noqa: F401  (importing them registers the built-in rewards)
-from rspo_kit.rewards.diagnostics import (
-    Diagnostics,
-    HackingReport,
-    RankAgreement,
-    diagnose,
-    disagreement_by_step,
-    disagreement_table,
-    hacking_rate,
-    kendall_tau_b,
-    rank_agreement,
-    trajectory_table,
-)
-from rspo_kit.rewards.learned import (
-    LearnedPRM,
-    PRMConfig,
-    ShapedPRM,
-    evaluate_prm,
-    fit_prm,
-    register_learned,
-    roc_auc,
-)
 from rspo_kit.rewards.outcome import (
     OUTCOME_MODES,
     OutcomeConfig,
@@ -47,6 +31,44 @@ from rspo_kit.rewards.process import (
     step_rewards,
     weighted,
 )
+
+# diagnostics (pandas) and learned process rewards (torch) load on first use: the run config takes
+# the signal names from ``rewards.signals`` without importing either.
+_NAMES = {
+    "diagnostics": (
+        "Diagnostics",
+        "HackingReport",
+        "RankAgreement",
+        "diagnose",
+        "disagreement_by_step",
+        "disagreement_table",
+        "hacking_rate",
+        "kendall_tau_b",
+        "rank_agreement",
+        "trajectory_table",
+    ),
+    "learned": (
+        "LearnedPRM",
+        "PRMConfig",
+        "ShapedPRM",
+        "evaluate_prm",
+        "fit_prm",
+        "register_learned",
+        "roc_auc",
+    ),
+}
+_HOME = {name: f"rspo_kit.rewards.{module}" for module, names in _NAMES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(_HOME[name]), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOME])
+
 
 __all__ = [
     "OUTCOME_MODES",

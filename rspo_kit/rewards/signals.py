@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from rspo_kit.rewards.outcome import OutcomeConfig, outcome_reward
 from rspo_kit.rewards.process import ProcessReward, misalign, process_reward
 
 Signal = Literal["outcome", "process", "mix"]
-SIGNALS: tuple[str, ...] = ("outcome", "process", "mix")
+SIGNALS: tuple[str, ...] = get_args(Signal)
 
 
 @dataclass(frozen=True)
