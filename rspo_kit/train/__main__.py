@@ -1,33 +1,59 @@
-"""Batch entry point: ``python -m rspo_kit.train --preset tiny --env alfworld --algo gigpo --swap``.
+"""Train one run from the command line: a preset, an env, an algorithm, a variant and overrides.
 
-Dotted overrides follow as ``key=value`` pairs: ``algo.lr=3e-4 train.iterations=20``.
+``python -m rspo_kit.train --preset tiny --env alfworld --algo gigpo --swap rspo algo.lr=3e-4``:
+dotted overrides follow as ``key=value`` pairs: ``algo.lr=3e-4 train.iterations=20``. ``--swap`` takes
+a variant (bare ``--swap`` means rspo) and never takes an override as its value.
 ``--resume RUN_DIR`` continues a killed run from its latest checkpoint. ``--warmstart-from POLICY``
-installs a saved warm start (e.g. ``results/warm_starts/alfworld_D/policy``) into the cache first, under
-the key of this configuration, so that it and every later run of it start from those weights.
+installs a saved warm start (e.g. ``results/warm_starts/alfworld_tiny_sft1536_cap30/policy``) into the
+cache first, under the key of this configuration, so that it and every later run of it start from
+those weights.
+
+Only the config is imported up front: torch, transformers and the trainer load when a run starts, so
+``--help`` and a mistyped field answer at once. A bad config field or value is one line on stderr and
+exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
+from typing import get_args
 
-from rspo_kit.train.config import PRESETS, VARIANTS, preset
-from rspo_kit.train.setup import install_warmstart
-from rspo_kit.train.trainer import train
+from rspo_kit.train.config import PRESETS, VARIANTS, Algo, RunConfig, preset
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m rspo_kit.train", description=__doc__.splitlines()[0])
-    ap.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
-    ap.add_argument("--env", default="alfworld")
-    ap.add_argument("--algo", default="gigpo", choices=("grpo", "ppo", "gigpo"))
+class _SwapAction(argparse.Action):
+    """``--swap [VARIANT]``: a bare ``--swap`` is rspo, and a ``key=value`` after it stays an override."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        if value is not None and "=" in value:
+            namespace.swap_overrides = [*getattr(namespace, "swap_overrides", []), value]
+            value = None
+        if value is None:
+            value = "rspo"
+        if value not in VARIANTS:
+            parser.error(f"argument --swap: invalid choice: {value!r} (choose from {', '.join(VARIANTS)})")
+        namespace.swap = value
+
+
+def parser() -> argparse.ArgumentParser:
+    sections = ", ".join(f.name for f in dataclasses.fields(RunConfig))
+    ap = argparse.ArgumentParser(
+        prog="python -m rspo_kit.train",
+        description=__doc__.splitlines()[0],
+        epilog=f"overrides are section.field=value; sections: {sections}",
+    )
+    ap.add_argument("--preset", default="tiny", choices=list(PRESETS), help="named preset (default: tiny)")
+    ap.add_argument("--env", default="alfworld", help="a registered env (default: alfworld)")
+    ap.add_argument("--algo", default="gigpo", choices=get_args(Algo), help="base algorithm (default: gigpo)")
     ap.add_argument(
         "--swap",
         nargs="?",
-        const="rspo",
+        action=_SwapAction,
         default="plain",
-        choices=sorted(VARIANTS),
+        metavar="{" + ",".join(VARIANTS) + "}",
         help="the variant: rspo (bare --swap), control, plain (default), process, mix",
     )
     ap.add_argument("--seed", type=int, default=0)
@@ -40,18 +66,35 @@ def main(argv=None) -> int:
         "(an error if the cache holds other weights there)",
     )
     ap.add_argument("overrides", nargs="*", help="dotted config overrides, e.g. algo.lr=3e-4")
-    args = ap.parse_args(argv)
+    return ap
 
+
+def config(args: argparse.Namespace) -> RunConfig:
+    """The run's config: the preset, then every override in order; ValueError names what is wrong."""
+    cfg = preset(args.preset, env=args.env, algo=args.algo, swap=args.swap, seed=args.seed)
+    for item in [*getattr(args, "swap_overrides", []), *args.overrides]:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"override {item!r} must look like section.field=value")
+        cfg.override(key, value)
+    return cfg.validate()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_intermixed_args(argv)
     if args.resume:
+        from rspo_kit.train.trainer import train
+
         result = train(resume=args.resume)
     else:
-        cfg = preset(args.preset, env=args.env, algo=args.algo, swap=args.swap, seed=args.seed)
-        for item in args.overrides:
-            key, sep, value = item.partition("=")
-            if not sep:
-                ap.error(f"override {item!r} must look like section.field=value")
-            cfg.override(key, value)
-        cfg.validate()
+        try:
+            cfg = config(args)
+        except ValueError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        from rspo_kit.train.setup import install_warmstart
+        from rspo_kit.train.trainer import train
+
         if args.warmstart_from:
             try:
                 done = install_warmstart(cfg, args.warmstart_from)

@@ -8,13 +8,17 @@ what is allowed, at construction time and again when ``RunConfig.validate()`` ru
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import types
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args, get_type_hints
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+
+# Mode lists live in the module that implements them; the config only points at them.
+from rspo_kit.algos.offpolicy import OffPolicyMode
+from rspo_kit.rewards.signals import Signal
+from rspo_kit.swap.replay import ReplayFilter
 
 Algo = Literal["grpo", "ppo", "gigpo"]
-RewardSignal = Literal["outcome", "process", "mix"]
-ReplayFilter = Literal["success", "all", "outcome_novel", "outcome_above_mean"]
-OffPolicyWeight = Literal["truncated_is", "none", "luffy"]
 SwapMode = Literal["off", "rspo", "control"]
 
 
@@ -96,7 +100,7 @@ class RewardConfig:
     # what the base algorithm X optimises: "outcome" (plain X), "process" (dense-only baseline), or
     # "mix" (outcome + mix_lambda * process). Under RSPO the actor always gets outcome rewards; this
     # field then only matters for baselines.
-    train_on: RewardSignal = "outcome"
+    train_on: Signal = "outcome"
     outcome_mode: Literal["success", "score"] = "success"
     invalid_penalty: float = 0.0  # per invalid step; verl-agent uses 0.1
     process: str = "subgoal"  # a registered process reward of the env ("subgoal", "heuristic", ...)
@@ -172,7 +176,7 @@ class SwapConfig:
     replay_capacity: int = 256  # trajectories kept, FIFO per task
     replay_filter: ReplayFilter = "success"
     replay_ratio: float = 0.25  # M = round(ratio * G) replayed trajectories join each actor group
-    offpolicy_weight: OffPolicyWeight = "truncated_is"
+    offpolicy_weight: OffPolicyMode = "truncated_is"
     is_clip: float = 2.0
 
     def __post_init__(self) -> None:
@@ -199,7 +203,7 @@ class TrainConfig:
     eval_split: str = "eval"  # "valid" (held-out train tasks) when tuning: never tune on eval splits
     eval_n: int = 30
     # evaluate these splits once more after the last iteration, comma-separated ("" = none), e.g.
-    # "eval,eval_unseen" when tuning on valid: reported as final/<split>/* (issue 8's test splits)
+    # "eval,eval_unseen" when tuning on valid: reported as final/<split>/* (the held-out test splits)
     final_eval_split: str = ""
     final_eval_n: int = 0  # tasks per final split; 0: eval_n
     # also evaluate the final splits with sampled actions (one episode per task), as
@@ -269,36 +273,73 @@ class RunConfig:
         return cls(**{k: types[k](**v) for k, v in d.items()})
 
     def override(self, dotted: str, value: Any) -> RunConfig:
-        """Set ``"algo.lr"`` style fields; the value is coerced to the field's current type."""
-        section, _, name = dotted.partition(".")
-        part = getattr(self, section, None)
-        if (
-            part is None
-            or not dataclasses.is_dataclass(part)
-            or name not in {f.name for f in dataclasses.fields(part)}
-        ):
-            raise ValueError(f"unknown config field {dotted!r}")
-        setattr(part, name, _coerce(getattr(part, name), value))
+        """Set ``"algo.lr"`` style fields; a string value is parsed as the field's declared type.
+
+        >>> RunConfig().override("algo.lr", "3e-4").algo.lr
+        0.0003
+        >>> RunConfig().override("algo.lrr", "1")
+        Traceback (most recent call last):
+        ValueError: unknown config field 'algo.lrr'; did you mean 'algo.lr'?
+        """
+        part, name = self._field(dotted)
+        setattr(part, name, _parse(dotted, value, get_type_hints(type(part))[name]))
         return self
 
+    def _field(self, dotted: str) -> tuple[Any, str]:
+        """The component and field name of ``"section.field"``, or a ValueError naming the closest ones."""
+        sections = [f.name for f in dataclasses.fields(self)]
+        everywhere = [f"{s}.{f.name}" for s in sections for f in dataclasses.fields(getattr(self, s))]
+        section, _, name = dotted.partition(".")
+        if dotted in everywhere:
+            return getattr(self, section), name
+        # the same field name in another section first ("train.lr" -> "algo.lr"), then spelling
+        close = [d for d in everywhere if d.partition(".")[2] == (name or section)]
+        close += [d for d in difflib.get_close_matches(dotted, everywhere, n=3, cutoff=0.8) if d not in close]
+        hint = f"; did you mean {' or '.join(map(repr, close[:3]))}?" if close else ""
+        where = f"sections: {', '.join(sections)}"
+        if not name:
+            raise ValueError(f"config fields are section.field, not {dotted!r}{hint or ';'} {where}")
+        if section not in sections:
+            raise ValueError(f"unknown config section {section!r} in {dotted!r}{hint or ';'} {where}")
+        if not hint:
+            names = [f.name for f in dataclasses.fields(getattr(self, section))]
+            hint = f"; {section} has {', '.join(names)}"
+        raise ValueError(f"unknown config field {dotted!r}{hint}")
 
-def _coerce(current: Any, value: Any) -> Any:
+
+_WHAT = {bool: "true or false", int: "an integer", float: "a number", type(None): "none"}
+
+
+def _parse(dotted: str, value: Any, hint: Any) -> Any:
+    """A command-line string as the field's type (``int | None`` accepts "none"); other values as given.
+
+    Literal fields take any string here: ``validate()`` names their allowed values.
+
+    >>> _parse("train.max_env_steps", "none", int | None), _parse("policy.lora", "true", bool | None)
+    (None, True)
+    >>> _parse("algo.lr", "abc", float)
+    Traceback (most recent call last):
+    ValueError: algo.lr = 'abc': must be a number
+    """
     if not isinstance(value, str):
         return value
-    if value.lower() in ("none", "null"):
+    union = isinstance(hint, types.UnionType) or get_origin(hint) is Union
+    kinds = get_args(hint) if union else (hint,)
+    text = value.strip().lower()
+    if text in ("none", "null") and type(None) in kinds:
         return None
-    if isinstance(current, bool) or value.lower() in ("true", "false"):
-        return value.lower() in ("1", "true", "yes")
-    for kind in (int, float):
-        if isinstance(current, kind):
-            return kind(value)
-    if current is None:  # unknown type: numbers stay numbers
-        for kind in (int, float):
+    for kind in kinds:
+        if kind is str or get_origin(kind) is Literal:
+            return value
+        if kind is bool and text in ("true", "false", "1", "0", "yes", "no"):
+            return text in ("true", "1", "yes")
+        if kind in (int, float):
             try:
                 return kind(value)
             except ValueError:
                 pass
-    return value
+    what = " or ".join(_WHAT.get(kind, getattr(kind, "__name__", str(kind))) for kind in kinds)
+    raise ValueError(f"{dotted} = {value!r}: must be {what}")
 
 
 # Named presets: what tests, notebooks and the CLI share. "tiny" runs on a 2-core CPU in minutes.
@@ -306,6 +347,13 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "tiny": {
         "env": {"train_tasks": 400, "tasks_per_iteration": 4},
         "policy": {"preset": "tiny", "sft_minutes": 10.0},
+        "algo": {"group_size": 8, "lr": 1e-4, "minibatch_steps": 64},
+        "train": {"iterations": 10, "eval_n": 30, "eval_every": 5},
+    },
+    # tiny's run on the larger scratch model (policy.models' "small": 6 layers, hidden size 256)
+    "small": {
+        "env": {"train_tasks": 400, "tasks_per_iteration": 4},
+        "policy": {"preset": "small", "sft_minutes": 10.0},
         "algo": {"group_size": 8, "lr": 1e-4, "minibatch_steps": 64},
         "train": {"iterations": 10, "eval_n": 30, "eval_every": 5},
     },
@@ -373,7 +421,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 # What ``preset(..., swap=...)`` means: the mode of the swap and the reward the base algorithm sees.
-VARIANTS: dict[str, tuple[SwapMode, RewardSignal]] = {
+VARIANTS: dict[str, tuple[SwapMode, Signal]] = {
     "plain": ("off", "outcome"),
     "rspo": ("rspo", "outcome"),
     "control": ("control", "outcome"),

@@ -1,0 +1,147 @@
+"""The train CLI: ``--swap`` and overrides, one-line errors for bad fields and values, presets in help,
+and a ``--help`` that imports neither torch nor the trainer. Runs are replaced by a recorder."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from types import SimpleNamespace
+from typing import get_args
+
+import pytest
+
+import rspo_kit.train.__main__ as cli
+import rspo_kit.train.trainer as trainer
+from rspo_kit.train.config import PRESETS, Algo, RunConfig
+
+
+@pytest.fixture
+def runs(monkeypatch):
+    """The configs that ``main`` would have trained, in order; no run starts."""
+    started = []
+
+    def fake_train(cfg=None, resume=None):
+        started.append(cfg)
+        return SimpleNamespace(run_dir="runs/fake", final={})
+
+    monkeypatch.setattr(trainer, "train", fake_train)
+    monkeypatch.setattr(cli, "train", fake_train, raising=False)
+    return started
+
+
+@pytest.mark.parametrize(
+    "argv, variant, lr, iterations",
+    [
+        # the README's command: a bare --swap followed by an override
+        (
+            "--preset tiny --env alfworld --algo gigpo --swap algo.lr=3e-4 train.iterations=20",
+            "rspo",
+            3e-4,
+            20,
+        ),
+        (
+            "--preset tiny --env alfworld --algo gigpo --swap rspo algo.lr=3e-4 train.iterations=20",
+            "rspo",
+            3e-4,
+            20,
+        ),
+        ("--swap control algo.lr=3e-4", "control", 3e-4, 10),
+        ("--swap process", "process", 1e-4, 10),
+        ("--swap --seed 3 train.iterations=2", "rspo", 1e-4, 2),
+        ("algo.lr=2e-4 --swap train.iterations=4", "rspo", 2e-4, 4),
+        ("train.iterations=5", "plain", 1e-4, 5),
+    ],
+)
+def test_swap_takes_a_variant_and_never_an_override(runs, argv, variant, lr, iterations):
+    from rspo_kit.train.config import variant_of
+
+    assert cli.main(argv.split()) == 0
+    (cfg,) = runs
+    assert (variant_of(cfg), cfg.algo.lr, cfg.train.iterations) == (variant, lr, iterations)
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("algo.lrr=1", "error: unknown config field 'algo.lrr'; did you mean 'algo.lr'?"),
+        ("train.lr=1", "error: unknown config field 'train.lr'; did you mean 'algo.lr'?"),
+        (
+            "train.iteration=3",
+            "error: unknown config field 'train.iteration'; did you mean 'train.iterations'?",
+        ),
+        (
+            "optim.lr=1",
+            "error: unknown config section 'optim' in 'optim.lr'; did you mean 'algo.lr'? "
+            "sections: env, policy, reward, algo, swap, train",
+        ),
+    ],
+)
+def test_a_mistyped_field_is_one_line_with_the_closest_names(runs, capsys, override, message):
+    assert cli.main([override]) == 2
+    assert capsys.readouterr().err == message + "\n" and runs == []
+
+
+@pytest.mark.parametrize(
+    "override, words",
+    [
+        ("algo.lr=abc", ["algo.lr", "'abc'", "must be a number"]),
+        ("train.max_env_steps=lots", ["train.max_env_steps", "'lots'", "an integer or none"]),
+        ("train.tables=maybe", ["train.tables", "'maybe'", "true or false"]),
+        ("swap.replay_filter=bogus", ["replay_filter", "'bogus'", "outcome_above_mean"]),
+        ("algo.group_size=0", ["group_size", "0", ">= 1"]),
+        ("algo.lr", ["'algo.lr'", "section.field=value"]),
+    ],
+)
+def test_a_bad_value_is_one_line_naming_field_value_and_what_is_allowed(runs, capsys, override, words):
+    assert cli.main([override]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and runs == []
+    for word in words:
+        assert word in err
+
+
+def test_the_library_override_gives_the_same_help():
+    cfg = RunConfig()
+    with pytest.raises(ValueError, match=r"^unknown config field 'algo\.lrr'; did you mean 'algo\.lr'\?$"):
+        cfg.override("algo.lrr", "1")
+    with pytest.raises(ValueError, match="sections: env, policy, reward, algo, swap, train"):
+        cfg.override("optimiser.lr", "1")
+    with pytest.raises(ValueError, match=r"train\.tables = 'flase': must be true or false"):
+        cfg.override("train.tables", "flase")  # a typo is not silently False
+    cfg.override("policy.lora", "none").override("algo.use_std", "true").override("train.threads", "2")
+    assert (cfg.policy.lora, cfg.algo.use_std, cfg.train.threads) == (None, True, 2)
+
+
+def test_help_offers_every_preset_algorithm_and_variant(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 0
+    assert {"tiny", "small", "smoke", "gpu"} <= set(PRESETS)
+    assert "{" + ",".join(PRESETS) + "}" in out
+    assert "{" + ",".join(get_args(Algo)) + "}" in out
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--swap", "bogus"])
+    assert exit_.value.code == 2 and "'bogus'" in capsys.readouterr().err
+
+
+def test_the_small_preset_runs_the_small_model(runs):
+    assert cli.main(["--preset", "small", "--env", "webshop"]) == 0
+    (cfg,) = runs
+    assert (cfg.policy.preset, cfg.env.name) == ("small", "webshop")
+
+
+def test_help_imports_neither_torch_nor_the_trainer():
+    probe = (
+        "import runpy, sys\n"
+        "sys.argv = ['rspo_kit.train', '--help']\n"
+        "try:\n"
+        "    runpy.run_module('rspo_kit.train', run_name='__main__')\n"
+        "except SystemExit as exit_:\n"
+        "    assert exit_.code == 0, exit_.code\n"
+        "heavy = {'torch', 'transformers', 'rspo_kit.train.trainer'} & set(sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "--preset" in done.stdout
