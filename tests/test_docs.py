@@ -178,8 +178,12 @@ def check_module_command(module: str, args: list[str]) -> None:
                 assert key in fields, f"override {key!r} is not a config field"
     if module == "rspo_kit.experiments.sweep" and "--grid" in args:
         grid = json.loads(args[args.index("--grid") + 1])
-        unknown = set(grid) - config_fields() - {"variant"}
-        assert not unknown, f"grid keys {sorted(unknown)} are neither config fields nor 'variant'"
+        notebook = ROOT / next(a for a in args if a.endswith(".ipynb"))
+        parameters = notebook_parameters(notebook) if notebook.exists() else set()
+        unknown = set(grid) - config_fields() - {"variant"} - parameters
+        assert not unknown, (
+            f"grid keys {sorted(unknown)}: not config fields, 'variant' or notebook parameters"
+        )
     if module == "papermill":
         positional = [a for a in args if not a.startswith("-")]
         notebook = ROOT / positional[0]
@@ -296,8 +300,10 @@ def test_checker_rejects_an_unknown_override_without_running_help(monkeypatch):
     monkeypatch.setitem(globals(), "help_text", lambda module: "--preset --env --grid")
     with pytest.raises(AssertionError, match=r"'algo\.lrr' is not a config field"):
         check_command("python -m rspo_kit.train --preset tiny algo.lrr=1")
-    with pytest.raises(AssertionError, match="neither config fields"):
-        check_command("""python -m rspo_kit.experiments.sweep nb.ipynb --grid '{"ALGO": ["grpo"]}'""")
+    with pytest.raises(AssertionError, match="not config fields"):
+        check_command(
+            """python -m rspo_kit.experiments.sweep notebooks/04_training.ipynb --grid '{"algo.nme": [1]}'"""
+        )
 
 
 def test_not_run_marker_skips_exactly_the_next_block():
