@@ -131,6 +131,13 @@ def test_the_small_preset_runs_the_small_model(runs):
     assert (cfg.policy.preset, cfg.env.name) == ("small", "webshop")
 
 
+def test_a_protocol_preset_brings_its_own_env(runs, capsys):
+    assert cli.main(["--preset", "webshop-7k", "--swap", "rspo"]) == 0
+    assert runs[0].env.name == "webshop"
+    assert cli.main(["--preset", "webshop-7k", "--env", "alfworld"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1 and len(runs) == 1
+
+
 def test_help_imports_neither_torch_nor_the_trainer():
     probe = (
         "import runpy, sys\n"

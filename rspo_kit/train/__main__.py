@@ -46,7 +46,7 @@ def parser() -> argparse.ArgumentParser:
         epilog=f"overrides are section.field=value; sections: {sections}",
     )
     ap.add_argument("--preset", default="tiny", choices=list(PRESETS), help="named preset (default: tiny)")
-    ap.add_argument("--env", default="alfworld", help="a registered env (default: alfworld)")
+    ap.add_argument("--env", default=None, help="a registered env (default: the preset's own, else alfworld)")
     ap.add_argument("--algo", default="gigpo", choices=get_args(Algo), help="base algorithm (default: gigpo)")
     ap.add_argument(
         "--swap",
