@@ -1,4 +1,5 @@
-"""The replay buffer, group mixing and swap metrics, on hand-made trajectories."""
+"""The steps of the swap (deriving the explorer, admitting to the replay buffer, mixing groups,
+relabelling with the outcome) and its metrics, on hand-made trajectories."""
 
 from __future__ import annotations
 
@@ -8,7 +9,18 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from rspo_kit.swap import ReplayBuffer, mixed_groups, swap_metrics
+from rspo_kit.swap import (
+    ACTOR_SIGNAL,
+    EXPLORER_SIGNAL,
+    ReplayBuffer,
+    admit,
+    derive_explorer,
+    mixed_groups,
+    relabel_outcome,
+    reward_swap,
+    swap_metrics,
+    syncs_at,
+)
 
 
 def traj(task: str, won: bool, i: int = 0, source: str = "explorer", crashed: bool = False):
@@ -109,3 +121,104 @@ def test_swap_metrics_count_rescued_groups():
     assert m["swap/replay_success_rate"] == 1.0 and m["swap/explorer_success"] == 0.5
     assert m["swap/process_outcome_tau"] == -1.0  # this process reward ranks failures first
     assert m["swap/admitted"] == 1.0 and not math.isnan(m["swap/explorer_hacking_rate"])
+
+
+# ------------------------------------------------------------------ the named steps of the swap
+def test_admitting_judges_the_explorer_against_the_actors_own_outcomes():
+    actor = [traj("a", True, 0, "actor"), traj("a", False, 1, "actor"), traj("b", False, 2, "actor")]
+    explorer = [traj("a", True, 10), traj("a", False, 11), traj("b", True, 12)]
+    buf = ReplayBuffer(10, "outcome_novel")
+    assert admit(buf, explorer, actor, outcome) == 1  # a reached both outcomes; b's win is new
+    assert [t.i for t in buf.items()] == [12]
+
+
+@pytest.mark.parametrize(
+    "ratio, group, m", [(0.25, 8, 2), (0.25, 4, 1), (0.5, 2, 1), (0.6, 5, 3), (0.0, 8, 0)]
+)
+def test_mixing_draws_round_ratio_times_g_for_tasks_with_replay_and_none_for_others(ratio, group, m):
+    buf = ReplayBuffer(100, "all")
+    buf.add([traj("a", True, i) for i in range(10)], outcome)  # more than any M: draws are capped by M
+    actor = [traj(task, False, 100 + i, "actor") for task in ("a", "b") for i in range(group)]
+    mixed, off = mixed_groups(actor, buf, ratio, group, random.Random(1))
+    replayed = [t for t, o in zip(mixed, off, strict=True) if o]
+    assert len(replayed) == m == round(ratio * group) and all(t.task_id == "a" for t in replayed)
+    assert len({t.i for t in replayed}) == m  # distinct trajectories
+    assert [t.task_id for t in mixed] == ["a"] * (group + m) + ["b"] * group  # each group, then its replay
+
+
+def _progress_traj(task: str, won: bool, n_steps: int, i: int, source: str = "explorer"):
+    """A trajectory whose every step completes a subgoal: a process return of n_steps / 3 at least."""
+    steps = [
+        NS(
+            progress_before={"subgoals_done": k, "subgoals_total": 3},
+            progress_after={"subgoals_done": k + 1, "subgoals_total": 3},
+            action="go to desk 1",
+            valid=True,
+            info={},
+        )
+        for k in range(n_steps)
+    ]
+    return NS(
+        task_id=task,
+        group_id=f"{task}@1",
+        won=won,
+        score=float(won),
+        steps=steps,
+        crashed=False,
+        source=source,
+        i=i,
+    )
+
+
+def test_the_swap_scores_the_mixed_batch_by_outcome_and_never_by_process():
+    from rspo_kit.rewards.signals import RewardModel
+
+    rewards = RewardModel.build("alfworld")  # subgoals: every step of these earns a process reward
+    actor = [_progress_traj("a", False, 3, 0, "actor"), _progress_traj("a", False, 2, 1, "actor")]
+    explorer = [_progress_traj("a", True, 2, 10), _progress_traj("a", False, 3, 11)]
+    swap = reward_swap(actor, explorer, ReplayBuffer(10, "success"), rewards, 0.5, 2, random.Random(0))
+    assert [t.i for t in swap.trajs] == [0, 1, 10] and swap.offpolicy == [False, False, True]
+    for t, r in zip(swap.trajs, swap.rewards, strict=True):
+        assert r == [0.0] * (len(t.steps) - 1) + [rewards.outcome_return(t)]  # R_o on the last step only
+        assert r != rewards.step_rewards(t, "process") and sum(rewards.process_steps(t)) > 0
+    assert swap.rewards == relabel_outcome(swap.trajs, rewards)
+    assert swap.metrics["swap/rescued_groups"] == 1.0 and swap.metrics["swap/admitted"] == 1.0
+    assert (EXPLORER_SIGNAL, ACTOR_SIGNAL) == ("process", "outcome")
+
+
+class _SignalNames:
+    """Rewards that say which signal asked for them."""
+
+    def batch_rewards(self, trajs, signal):
+        return [[f"{signal}:{t.i}"] for t in trajs]
+
+
+def test_deriving_the_explorer_syncs_every_sync_every_and_then_trains_on_its_own_rollout():
+    import torch
+
+    weight = torch.nn.Parameter(torch.zeros(2))
+    optimizer = torch.optim.Adam([weight], lr=0.1)
+    synced, seen = [], []
+    pair = NS(sync_explorer=lambda: synced.append(True))
+
+    def x_update(trajs, rewards, u):
+        seen.append((u, [t.i for t in trajs], rewards, len(optimizer.state)))
+        weight.grad = torch.ones(2)
+        optimizer.step()  # Adam moments: what a sync must clear
+        return {"loss/policy": float(u), f"only/{u}": 1.0}
+
+    actor, own = [traj("a", False, 1, "actor")], [traj("a", True, 2)]
+    for k in range(1, 6):
+        seen.clear()
+        m = derive_explorer(pair, optimizer, k, 2, 2, actor, own, _SignalNames(), x_update)
+        sync = k in (1, 3, 5)
+        assert len(synced) == (k + 1) // 2 and syncs_at(k, 2) == sync
+        batch = [1] if sync else [2]  # D_A right after a sync (B = A), else B's own D_B
+        signal = [[f"process:{batch[0]}"]]  # B trains on the process reward
+        moments = 0 if sync else 1  # a sync starts B's optimizer afresh
+        assert seen == [(0, batch, signal, moments), (1, batch, signal, 1)]
+        assert m == {"loss/policy": 1.0, "only/0": 1.0, "only/1": 1.0}  # the later update's value wins
+    # the control (no dense training): B is A, synced, and takes no update
+    seen.clear()
+    assert derive_explorer(pair, optimizer, 7, 1, 0, actor, own, _SignalNames(), x_update) == {}
+    assert seen == [] and len(optimizer.state) == 0

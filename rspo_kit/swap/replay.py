@@ -1,4 +1,5 @@
-"""The replay buffer of relabelled explorer trajectories (RSPO step 4), FIFO per task.
+"""The replay buffer of the explorer's trajectories (RSPO step 4), FIFO per task, and the mixing of
+replayed trajectories into the actor's groups (step 5).
 
 Only outcome-relabelled trajectories enter: the buffer stores trajectories, never process rewards,
 and the actor scores whatever it draws with the outcome reward alone. ``filter`` decides which of
@@ -21,10 +22,10 @@ from __future__ import annotations
 import random
 from collections import OrderedDict, deque
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 ReplayFilter = Literal["success", "all", "outcome_novel", "outcome_above_mean"]
-FILTERS = ("success", "all", "outcome_novel", "outcome_above_mean")
+FILTERS: tuple[str, ...] = get_args(ReplayFilter)
 
 
 class ReplayBuffer:
@@ -99,6 +100,23 @@ class ReplayBuffer:
         for t in items:
             buf._tasks.setdefault(t.task_id, deque()).append(t)
         return buf
+
+
+def group_outcomes(trajs: Iterable[Any], outcome: Callable[[Any], float]) -> dict[str, list[float]]:
+    """Outcome rewards per task, in order."""
+    groups: dict[str, list[float]] = {}
+    for t in trajs:
+        groups.setdefault(t.task_id, []).append(outcome(t))
+    return groups
+
+
+def admit(
+    buffer: ReplayBuffer, explorer: Iterable[Any], actor: Iterable[Any], outcome: Callable[[Any], float]
+) -> int:
+    """D_B into the buffer through its filter, judged by ``outcome`` alone; the filters that compare
+    with the actor (``outcome_novel``, ``outcome_above_mean``) see the outcomes of the actor's own
+    group on each task this iteration. Returns how many trajectories entered."""
+    return buffer.add(explorer, outcome, group_outcomes(actor, outcome))
 
 
 def mixed_groups(

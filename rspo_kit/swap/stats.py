@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from rspo_kit.rewards.diagnostics import hacking_rate, rank_agreement
+from rspo_kit.swap.replay import group_outcomes
 
 
 def _zero_variance(values: Sequence[float]) -> bool:
     return len(values) < 2 or max(values) - min(values) < 1e-12
-
-
-def group_outcomes(trajs: Sequence[Any], outcome: Callable[[Any], float]) -> dict[str, list[float]]:
-    """Outcome rewards per task, in order."""
-    groups: dict[str, list[float]] = defaultdict(list)
-    for t in trajs:
-        groups[t.task_id].append(outcome(t))
-    return dict(groups)
 
 
 def swap_metrics(
