@@ -43,6 +43,16 @@ def cache_dir() -> Path:
     return path
 
 
+def repository_path(path: str | os.PathLike) -> Path:
+    """``path`` itself if absolute, else relative to the source checkout (the working directory where
+    rspo_kit is installed without one): a committed file such as ``results/warm_starts/...`` is found
+    from ``notebooks/`` as from the repository root."""
+    path = Path(path)
+    if path.is_absolute() or not (_CHECKOUT_DIR / "pyproject.toml").is_file():
+        return path
+    return _CHECKOUT_DIR / path
+
+
 def alfworld_data_dir() -> Path:
     """The directory alfworld calls ``ALFWORLD_DATA``.
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import time
 from pathlib import Path
 
 import torch
 
-from rspo_kit.paths import cache_dir
+from rspo_kit.paths import atomic_write_text, cache_dir, repository_path
 from rspo_kit.policy.models import load_model, weights_digest
 from rspo_kit.policy.rollout import Policy
 from rspo_kit.train.config import RunConfig
@@ -36,7 +37,8 @@ def warmstart_recipe(cfg: RunConfig) -> dict:
         **({"updates": p.sft_updates} if p.sft_updates else {"minutes": p.sft_minutes}),
         "lr": p.sft_lr,
         "balance": p.sft_balance,
-        **({"dagger_rounds": p.sft_dagger_rounds} if p.sft_dagger_rounds else {}),  # old keys stay valid
+        # only where set: the keys of warm starts without DAgger rounds stay what they are
+        **({"dagger_rounds": p.sft_dagger_rounds} if p.sft_dagger_rounds else {}),
         "version": 6,  # bump when the SFT recipe, the prompt layout or the memory changes
     }
 
@@ -47,14 +49,22 @@ def warmstart_key(cfg: RunConfig) -> str:
 
 
 def initial_policy(cfg: RunConfig, progress_bar: bool = True) -> tuple[Policy, dict]:
-    """The run's starting policy and a small report (where it came from, SFT stats if trained now)."""
+    """The run's starting policy and a small report (where it came from, SFT stats if trained now).
+
+    With ``policy.warmstart_from`` the saved warm start there is installed into the cache first
+    (``install_warmstart``: an error if the cache holds other weights under the run's key), so the
+    run starts from those weights instead of an SFT run of its own.
+    """
     mode = None if cfg.policy.mode == "preset" else cfg.policy.mode
     if not cfg.policy.warmstart:
         policy = Policy.load(cfg.policy.preset, mode=mode, seed=cfg.train.seed)
         return policy, {"warmstart": None, "preset": cfg.policy.preset}
+    source = {"installed_from": cfg.policy.warmstart_from} if cfg.policy.warmstart_from else {}
+    if source:
+        install_warmstart(cfg, cfg.policy.warmstart_from)
     folder = cache_dir() / "warmstart" / warmstart_key(cfg) / "policy"
     if (folder / "config.json").exists():
-        return Policy.load(str(folder), mode=mode), {"warmstart": str(folder), "cached": True}
+        return Policy.load(str(folder), mode=mode), {"warmstart": str(folder), "cached": True, **source}
     from rspo_kit.envs.batch import BatchRunner
     from rspo_kit.envs.registry import list_tasks
     from rspo_kit.policy.sft import SFTConfig, save_policy, warm_start
@@ -92,10 +102,11 @@ def initial_policy(cfg: RunConfig, progress_bar: bool = True) -> tuple[Policy, d
 
 
 def install_warmstart(cfg: RunConfig, source: str | Path) -> dict:
-    """Put a saved warm start (a policy folder, e.g. ``results/warm_starts/alfworld_D/policy``) into the
-    cache under the key ``cfg`` looks up, so that every run of this configuration starts from it instead
-    of an SFT run of its own: how a result is continued on another kind of CPU, where the same recipe
-    builds another policy. Returns ``{"folder", "weights_sha256", "installed"}``; ``installed`` is False
+    """Put a saved warm start (a policy folder, e.g.
+    ``results/warm_starts/alfworld_tiny_sft1536_cap30/policy``; relative to the repository root) into
+    the cache under the key ``cfg`` looks up, so that every run of this configuration starts from it
+    instead of an SFT run of its own: how a result is continued on another kind of CPU, where the same
+    recipe builds another policy. Returns ``{"folder", "weights_sha256", "installed"}``; ``installed`` is False
     when the cache held these weights already. Where the source has a ``recipe.json`` beside it (the
     committed ones do: ``warmstart_recipe`` of the configuration that built it), it must be ``cfg``'s:
     weights of 1,536 SFT updates do not go under the key of 3,000. A cache holding other weights under
@@ -105,7 +116,7 @@ def install_warmstart(cfg: RunConfig, source: str | Path) -> dict:
         raise ValueError(
             "this configuration does not warm start (policy.warmstart is false): no run would read it"
         )
-    source = Path(source)
+    source = repository_path(source)
     if not (source / "config.json").exists():
         raise FileNotFoundError(f"{source} is not a saved policy folder (no config.json)")
     recipe = source.parent / "recipe.json"
@@ -117,21 +128,24 @@ def install_warmstart(cfg: RunConfig, source: str | Path) -> dict:
             raise ValueError(f"{source} was built by another recipe: {shown}")
     digest = weights_digest(load_model(str(source))[0])
     folder = cache_dir() / "warmstart" / warmstart_key(cfg) / "policy"
-    if (folder / "config.json").exists():
-        held = weights_digest(load_model(str(folder))[0])
-        if held != digest:
-            raise ValueError(
-                f"the cache holds another warm start under this key ({folder}: weights {held[:12]}, "
-                f"not {source}'s {digest[:12]}); remove that folder to install {source}"
-            )
-        return {"folder": str(folder), "weights_sha256": digest, "installed": False}
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    partial = folder.with_name("policy.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    shutil.copytree(source, partial)
-    build_report = source.parent / "report.json"  # what the build recorded, where it is beside the folder
-    report = json.loads(build_report.read_text()) if build_report.exists() else {}
-    report |= {"warmstart": str(folder), "installed_from": str(source), "weights_sha256": digest}
-    (folder.parent / "report.json").write_text(json.dumps(report, indent=1))
-    partial.rename(folder)
-    return {"folder": str(folder), "weights_sha256": digest, "installed": True}
+    if not (folder / "config.json").exists():
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        partial = folder.with_name(f"policy.partial.{os.getpid()}")  # parallel sweep cells install at once
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(source, partial)
+        build_report = source.parent / "report.json"  # what the build recorded, where it is beside the folder
+        report = json.loads(build_report.read_text()) if build_report.exists() else {}
+        report |= {"warmstart": str(folder), "installed_from": str(source), "weights_sha256": digest}
+        atomic_write_text(folder.parent / "report.json", json.dumps(report, indent=1))
+        try:
+            partial.rename(folder)
+            return {"folder": str(folder), "weights_sha256": digest, "installed": True}
+        except OSError:  # another process installed a folder there meanwhile: compared below
+            shutil.rmtree(partial, ignore_errors=True)
+    held = weights_digest(load_model(str(folder))[0])
+    if held != digest:
+        raise ValueError(
+            f"the cache holds another warm start under this key ({folder}: weights {held[:12]}, "
+            f"not {source}'s {digest[:12]}); remove that folder to install {source}"
+        )
+    return {"folder": str(folder), "weights_sha256": digest, "installed": False}
