@@ -603,6 +603,7 @@ def _what_it_computes(cfg: RunConfig) -> dict:
     d = cfg.to_dict()
     d["train"] = {k: v for k, v in d["train"].items() if k not in _RUNTIME_FIELDS}
     d["swap"]["explorer_lr"] = cfg.explorer_lr  # an explicit value equal to the default's is the same run
+    d["policy"].pop("warmstart_from")  # where the warm start came from: installing it checks its weights
     if not cfg.policy.warmstart:  # the SFT settings of a warm start the run does not do
         d["policy"] = {k: v for k, v in d["policy"].items() if not k.startswith("sft_")}
     return d
