@@ -180,10 +180,10 @@ def test_mean_ci_and_summary():
     mean, _, high = mean_ci([0.2, 0.4, 0.6])
     assert mean == pytest.approx(0.4) and high - mean == pytest.approx(4.303 * 0.2 / 3**0.5)
     assert math.isnan(mean_ci([0.3])[1]) and math.isnan(mean_ci([])[0])
-    table = pd.DataFrame({"ALGO": ["a", "a", "b"], "SEED": [0, 1, 0], "x": [1.0, 3.0, 5.0], "ok": [True] * 3})
-    summary = summarize(table, ["ALGO"])
+    table = pd.DataFrame({"algo.name": ["a", "a", "b"], "train.seed": [0, 1, 0], "x": [1.0, 3.0, 5.0]})
+    summary = summarize(table.assign(ok=True), ["algo.name"])
     assert summary["metric"].tolist() == ["x", "x"]  # booleans and the seed are not metrics
-    a = summary.set_index("ALGO").loc["a"]
+    a = summary.set_index("algo.name").loc["a"]
     assert (a["n"], a["mean"]) == (2, 2.0) and a["ci_low"] < 2.0 < a["ci_high"]
 
 
@@ -215,18 +215,19 @@ def test_report_shows_every_seed_and_the_interval_of_finished_cells(tmp_path, ca
     _fake_sweep(tmp_path / "sweep", grid, done)
     assert report_main([str(tmp_path / "sweep")]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "| SWAP | seeds | final_eval_success | final_eval_unseen_success |"  # ALGO: one value
+    # the grid's SWAP and SEED read as the config's variant and train.seed; algo.name has one value
+    assert lines[0] == "| variant | seeds | final_eval_success | final_eval_unseen_success |"
     # seeds in order, mean, 95% t-interval (t = 4.303 for 3 seeds); a lone seed has no interval
     assert lines[2] == (
-        "| False | 0, 1, 2 | 20.0 / 30.0 / 25.0 → 25.0 [12.6, 37.4] | 10.0 / 20.0 / 30.0 → 20.0 [-4.8, 44.8] |"
+        "| plain | 0, 1, 2 | 20.0 / 30.0 / 25.0 → 25.0 [12.6, 37.4] | 10.0 / 20.0 / 30.0 → 20.0 [-4.8, 44.8] |"
     )
-    assert lines[3] == "| True | 0 | 15.0 | 50.0 |"
+    assert lines[3] == "| rspo | 0 | 15.0 | 50.0 |"
     assert lines[-3].startswith("4 of 6 cells finished")
     # a sweep where only one variant has finished still names the variant
     (tmp_path / "half").mkdir()
     _fake_sweep(tmp_path / "half" / "sweep", grid, {k: v for k, v in done.items() if "false" in k})
     assert report_main([str(tmp_path / "half" / "sweep")]) == 0
-    assert capsys.readouterr().out.splitlines()[2].startswith("| False | 0, 1, 2 | 20.0 / 30.0 / 25.0")
+    assert capsys.readouterr().out.splitlines()[2].startswith("| plain | 0, 1, 2 | 20.0 / 30.0 / 25.0")
     (tmp_path / "sweep" / "SEED=1__ALGO=grpo__SWAP=true").mkdir()  # a run halfway, one not started
     (tmp_path / "sweep" / "SEED=1__ALGO=grpo__SWAP=true" / "metrics.jsonl").write_text(
         '{"iteration": 0, "eval/success": 0.25}\n{"iteration": 5, "rollout/cumulative_env_steps": 6012.0}\n'
@@ -243,17 +244,17 @@ def test_report_shows_every_seed_and_the_interval_of_finished_cells(tmp_path, ca
 def test_paired_report_differences_seed_by_seed_per_algorithm(tmp_path, capsys):
     from rspo_kit.experiments.report import main as report_main
 
-    grid = {"SEED": [0, 1, 2], "ALGO": ["grpo", "gigpo"], "SWAP": [False, True, "control"]}
-    score = {  # (ALGO, SWAP) -> per seed; seed 2 of gigpo RSPO has not finished
-        ("grpo", "false"): [40.0, 42.0, 44.0],
-        ("grpo", "true"): [43.0, 42.5, 48.0],
+    grid = {"train.seed": [0, 1, 2], "algo.name": ["grpo", "gigpo"], "variant": ["plain", "rspo", "control"]}
+    score = {  # (algo, variant) -> per seed; seed 2 of gigpo RSPO has not finished
+        ("grpo", "plain"): [40.0, 42.0, 44.0],
+        ("grpo", "rspo"): [43.0, 42.5, 48.0],
         ("grpo", "control"): [30.0, 40.0, 41.0],
-        ("gigpo", "false"): [41.0, 41.0, 45.0],
-        ("gigpo", "true"): [46.0, 40.0, None],
+        ("gigpo", "plain"): [41.0, 41.0, 45.0],
+        ("gigpo", "rspo"): [46.0, 40.0, None],
         ("gigpo", "control"): [40.0, 40.0, 40.0],
     }
     done = {
-        f"SEED={seed}__ALGO={algo}__SWAP={swap}": {
+        f"train.seed={seed}__algo.name={algo}__variant={swap}": {
             "final_eval_score": v[seed],
             "final_eval_success": 0.1 * seed,
         }
@@ -263,32 +264,36 @@ def test_paired_report_differences_seed_by_seed_per_algorithm(tmp_path, capsys):
     }
     _fake_sweep(tmp_path / "sweep", grid, done)
     args = [str(tmp_path / "sweep"), "--metrics", "final_eval_score", "final_eval_success"]
-    assert report_main([*args, "--paired", "SWAP=true,false", "--paired", "SWAP=true,control"]) == 0
+    # a pair named by the UPPERCASE parameters of archived grids means the same (SWAP=true: rspo)
+    assert report_main([*args, "--paired", "variant=rspo,plain", "--paired", 'SWAP=true,"control"']) == 0
     lines = capsys.readouterr().out.splitlines()
     table = lines[lines.index("Paired by seed:") + 2 :]
-    assert table[0] == "| ALGO | difference | seeds | final_eval_score | final_eval_success |"
+    assert table[0] == "| algo.name | difference | seeds | final_eval_score | final_eval_success |"
     # grpo RSPO − plain: +3.0 / +0.5 / +4.0, mean 2.5, sd 1.80, t(2) = 4.303 -> ±4.48
     assert table[2] == (
-        "| grpo | SWAP=true − SWAP=false | 0, 1, 2 | +3.0 / +0.5 / +4.0 → +2.5 [-2.0, +7.0] "
+        "| grpo | variant=rspo − variant=plain | 0, 1, 2 | +3.0 / +0.5 / +4.0 → +2.5 [-2.0, +7.0] "
         "| +0.0 / +0.0 / +0.0 → +0.0 [+0.0, +0.0] |"
     )
-    assert (
-        table[3]
-        == "| gigpo | SWAP=true − SWAP=false | 0, 1 | +5.0 / -1.0 → +2.0 [-36.1, +40.1] | +0.0 / +0.0 → +0.0 [+0.0, +0.0] |"
+    assert table[3] == (
+        "| gigpo | variant=rspo − variant=plain | 0, 1 | +5.0 / -1.0 → +2.0 [-36.1, +40.1] "
+        "| +0.0 / +0.0 → +0.0 [+0.0, +0.0] |"
     )
-    assert table[4].startswith('| grpo | SWAP=true − SWAP="control" | 0, 1, 2 | +13.0 / +2.5 / +7.0 → +7.5')
-    assert table[5].startswith('| gigpo | SWAP=true − SWAP="control" | 0, 1 | +6.0 / +0.0 → +3.0')
-    assert report_main([*args, "--paired", "SWAP"]) == 2
+    assert table[4].startswith(
+        "| grpo | variant=rspo − variant=control | 0, 1, 2 | +13.0 / +2.5 / +7.0 → +7.5"
+    )
+    assert table[5].startswith("| gigpo | variant=rspo − variant=control | 0, 1 | +6.0 / +0.0 → +3.0")
+    assert report_main([*args, "--paired", "variant"]) == 2
     assert "--paired takes KEY=A,B" in capsys.readouterr().err
     assert report_main([*args, "--paired", "LR=1,2"]) == 2
-    assert "no grid key 'LR'" in capsys.readouterr().err
+    assert "no grid key 'algo.lr'" in capsys.readouterr().err
 
 
 def test_report_reads_several_folders_as_one_sweep(tmp_path, capsys):
     from rspo_kit.experiments.report import main as report_main
     from rspo_kit.experiments.report import paired_table, pooled_sweep
 
-    # a sweep, then an ablation of it in a second folder: a new knob, whose default the notebook says
+    # a sweep, then an ablation of it in a second folder: a further knob, whose default the notebook says;
+    # grids of notebook 04's UPPERCASE parameters, read under the config's names
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell("SWAP = True\nREPLAY_RATIO = None\nLR = 0.0")]
     notebook.cells[0].metadata["tags"] = ["parameters"]
@@ -306,22 +311,19 @@ def test_report_reads_several_folders_as_one_sweep(tmp_path, capsys):
     pairs = ["--paired", "REPLAY_RATIO=0.0,null", "--paired", "SWAP=true,false"]  # one table per key
     assert report_main([*folders, "--metrics", "final_eval_score", *pairs]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert (
-        lines[0] == "| SWAP | REPLAY_RATIO | seeds | final_eval_score |"
-    )  # the default: the notebook's None
-    assert lines[2] == "| True | None | 0, 1, 2 | 42.0 / 43.0 / 44.0 → 43.0 [40.5, 45.5] |"
-    assert lines[3] == "| False | None | 0, 1, 2 | 40.0 / 41.0 / 42.0 → 41.0 [38.5, 43.5] |"
-    assert lines[4] == "| True | 0.0 | 0, 1 | 39.0 / 41.0 → 40.0 [27.3, 52.7] |"
+    assert lines[0] == "| variant | swap.replay_ratio | seeds | final_eval_score |"  # the notebook's None
+    assert lines[2] == "| rspo | None | 0, 1, 2 | 42.0 / 43.0 / 44.0 → 43.0 [40.5, 45.5] |"
+    assert lines[3] == "| plain | None | 0, 1, 2 | 40.0 / 41.0 / 42.0 → 41.0 [38.5, 43.5] |"
+    assert lines[4] == "| rspo | 0.0 | 0, 1 | 39.0 / 41.0 → 40.0 [27.3, 52.7] |"
     paired = lines[lines.index("Paired by seed:") + 2 :]
-    assert paired[0] == "| SWAP | difference | seeds | final_eval_score |"  # grouped by the other key
-    assert (
-        paired[2]
-        == "| True | REPLAY_RATIO=0.0 − REPLAY_RATIO=null | 0, 1 | -3.0 / -2.0 → -2.5 [-8.9, +3.9] |"
+    assert paired[0] == "| variant | difference | seeds | final_eval_score |"  # grouped by the other key
+    assert paired[2] == (
+        "| rspo | swap.replay_ratio=0.0 − swap.replay_ratio=null | 0, 1 | -3.0 / -2.0 → -2.5 [-8.9, +3.9] |"
     )
     assert paired[4:7] == [
-        "| REPLAY_RATIO | difference | seeds | final_eval_score |",
+        "| swap.replay_ratio | difference | seeds | final_eval_score |",
         "|---|---|---|---|",
-        "| None | SWAP=true − SWAP=false | 0, 1, 2 | +2.0 / +2.0 / +2.0 → +2.0 [+2.0, +2.0] |",
+        "| None | variant=rspo − variant=plain | 0, 1, 2 | +2.0 / +2.0 / +2.0 → +2.0 [+2.0, +2.0] |",
     ]
     # cells told apart by two keys (the ablation − plain): one table, grouped by neither key
     across = ["--paired", "SWAP=true&REPLAY_RATIO=0.0,SWAP=false"]
@@ -332,15 +334,15 @@ def test_report_reads_several_folders_as_one_sweep(tmp_path, capsys):
     assert paired[:3] == [
         "| difference | seeds | final_eval_score |",
         "|---|---|---|",
-        "| SWAP=true, REPLAY_RATIO=0.0 − SWAP=false | 0, 1 | -1.0 / +0.0 → -0.5 [-6.9, +5.9] |",
+        "| variant=rspo, swap.replay_ratio=0.0 − variant=plain | 0, 1 | -1.0 / +0.0 → -0.5 [-6.9, +5.9] |",
     ]
     assert report_main([*folders, "--paired", "SWAP=true&REPLAY_RATIO,SWAP=false"]) == 2
     assert "K=A&L=C,K=B" in capsys.readouterr().err
     assert report_main([*folders, "--paired", "SWAP=true&NOPE=1,SWAP=false"]) == 2
     assert "no grid key 'NOPE'" in capsys.readouterr().err
-    table = pd.DataFrame({"SEED": [0, 0, 0], "SWAP": [True, False, True], "x": [1.0] * 3})
+    table = pd.DataFrame({"train.seed": [0, 0, 0], "variant": ["rspo", "plain", "rspo"], "x": [1.0] * 3})
     table["R"] = pd.Series([None, None, 0.0], dtype=object)  # as the report keeps grid values
-    with pytest.raises(ValueError, match="share a seed"):  # SWAP tells the two R=None cells apart
+    with pytest.raises(ValueError, match="share a seed"):  # variant tells the two R=None cells apart
         paired_table(table, [("R", 0.0, None)], [], ["x"])
     assert lines[-2:] == [
         f"8 of 9 cells finished ({', '.join(folders)})",
@@ -352,10 +354,8 @@ def test_report_reads_several_folders_as_one_sweep(tmp_path, capsys):
     )
     assert report_main([folders[0], str(tmp_path / "c"), "--metrics", "final_eval_score"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert (
-        lines[0] == "| SWAP | LR | seeds | final_eval_score |"
-    )  # c ran at the notebook's LR (unreadable: None)
-    assert lines[2].startswith("| True | 0.0001 | 0, 1, 2 | ") and lines[4] == "| True | None | 3 | 50.0 |"
+    assert lines[0] == "| variant | algo.lr | seeds | final_eval_score |"  # c: the notebook's (unreadable)
+    assert lines[2].startswith("| rspo | 0.0001 | 0, 1, 2 | ") and lines[4] == "| rspo | None | 3 | 50.0 |"
     # one folder whose later grid added a key: its earlier cells ran with the notebook's default
     later = {"SEED=0__SWAP=false__REPLAY_RATIO=0.0": {"final_eval_score": 35.0}}
     _fake_sweep(tmp_path / "d", {"SEED": [0], "SWAP": [False], "REPLAY_RATIO": [0.0]}, later, **fixed)
@@ -368,7 +368,7 @@ def test_report_reads_several_folders_as_one_sweep(tmp_path, capsys):
     (tmp_path / "e" / "SEED=0__SWAP=false.ipynb").rename(tmp_path / "d" / "SEED=0__SWAP=false.ipynb")
     assert report_main([str(tmp_path / "d"), "--metrics", "final_eval_score"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[2:4] == ["| 0.0 | 0 | 35.0 |", "| None | 0 | 41.0 |"]  # REPLAY_RATIO; not NaN
+    assert lines[2:4] == ["| 0.0 | 0 | 35.0 |", "| None | 0 | 41.0 |"]  # swap.replay_ratio; not NaN
     assert report_main([folders[0], folders[0]]) == 2  # the same cells twice
     assert "finished in both" in capsys.readouterr().err
     # a cell an archive lists unfinished, finished in a later folder: read from there
@@ -393,7 +393,7 @@ def test_report_draws_the_curves_of_several_folders_in_one_figure(tmp_path, caps
             "curve_score": [40, 40 + rise, 50],
         }
 
-    # seeds 0-1 in one session's folder, seed 2 in a later one
+    # seeds 0-1 in one folder, seed 2 in another
     first = {f"SEED={s}__SWAP={v}": cell(s, 2.0 * s) for s in (0, 1) for v in ("true", "false")}
     _fake_sweep(tmp_path / "a", {"SEED": [0, 1], "SWAP": [True, False]}, first)
     _fake_sweep(tmp_path / "b", {"SEED": [2], "SWAP": [True, False]}, {"SEED=2__SWAP=true": cell(2, 7.0)})
@@ -406,14 +406,14 @@ def test_report_draws_the_curves_of_several_folders_in_one_figure(tmp_path, caps
     html = page.read_text()
     spec, _ = json.JSONDecoder().raw_decode(html.split("Plotly.newPlot('fig', ")[1])  # the traces
     means = {t["name"]: t["y"] for t in spec if t["line"]["width"] == 3}
-    assert set(means) == {"SWAP=true (mean of 3)", "SWAP=false (mean of 2)"}  # both folders' seeds pooled
-    assert means["SWAP=true (mean of 3)"][-1] == pytest.approx(50.0)
+    assert set(means) == {"variant=rspo (mean of 3)", "variant=plain (mean of 2)"}  # both folders' seeds
+    assert means["variant=rspo (mean of 3)"][-1] == pytest.approx(50.0)
     # the curve at 100 env steps is the mean of the three seeds' 40, 42 and 47 (on the shared grid)
-    grid = next(t["x"] for t in spec if t["name"] == "SWAP=true (mean of 3)")
-    at_100 = float(np.interp(100, grid, means["SWAP=true (mean of 3)"]))
+    grid = next(t["x"] for t in spec if t["name"] == "variant=rspo (mean of 3)")
+    at_100 = float(np.interp(100, grid, means["variant=rspo (mean of 3)"]))
     assert at_100 == pytest.approx((40 + 42 + 47) / 3, abs=0.3)
     assert sorted(t["name"] for t in spec if t["line"]["width"] == 1) == sorted([*first, "SEED=2__SWAP=true"])
-    assert "41.0" in html  # the table under the figure: SWAP=False's mean over seeds 0 and 1
+    assert "41.0" in html  # the table under the figure: plain's mean over seeds 0 and 1
     # a curve no cell recorded fails before the report prints, naming those recorded
     assert report_main([*folders, "--curves", str(page), "--curve", "curve_success"]) == 2
     out, err = capsys.readouterr()
@@ -446,7 +446,7 @@ def test_aggregate_pooled_writes_beside_the_folders_it_reads_and_leaves_them_as_
     written = pd.read_csv(tmp_path / "pooled" / "pooled_results.csv")
     assert sorted(written["cell"]) == sorted(table["cell"])
     summary = pd.read_csv(tmp_path / "pooled" / "pooled_summary.csv")
-    row = summary[(summary["metric"] == "final_success") & summary["SWAP"]].iloc[0]
+    row = summary[(summary["metric"] == "final_success") & (summary["variant"] == "rspo")].iloc[0]
     assert (row["n"], row["mean"]) == (3, pytest.approx((0.0 + 0.1 + 0.5) / 3))  # seeds of both folders
     assert "a, b: curve_success vs env steps" in (tmp_path / "pooled" / "pooled_curves.html").read_text()
     status = {o.name: o.status for o in pooled_status([tmp_path / "a", tmp_path / "b"])}
@@ -477,7 +477,7 @@ def test_report_rows_follow_the_grid_not_the_alphabet(tmp_path, capsys):
     _fake_sweep(tmp_path / "sweep", grid, done)
     assert report_main([str(tmp_path / "sweep")]) == 0
     rows = capsys.readouterr().out.splitlines()[2:5]
-    assert [r.split(" | ")[0] for r in rows] == ["| False", "| True", "| control"]
+    assert [r.split(" | ")[0] for r in rows] == ["| plain", "| rspo", "| control"]
     assert all(" | 0, 1 | " in r for r in rows)
 
 
@@ -510,15 +510,15 @@ def test_report_statistics_read_each_finished_run_and_show_only_what_some_run_ha
     out = capsys.readouterr().out.split("\n\n")
     stats = out[1].splitlines()
     assert stats[0] == (
-        "| SWAP | seeds | actor_updates | explorer_steps_share | rollout_start_success | rollout_end_success "
+        "| variant | seeds | actor_updates | explorer_steps_share | rollout_start_success | rollout_end_success "
         "| explorer_success | explorer_minus_actor_success | rescued_groups |"  # no tau, IS weights or KL
     )
     # rollout success: the first and last 10 iterations, here both of them
     assert stats[2] == (
-        "| False | 0, 1 | 2 / 2 → 2 [2, 2] | 0.0 / 0.0 → 0.0 [0.0, 0.0] | 30.0 / 40.0 → 35.0 [-28.5, 98.5] "
+        "| plain | 0, 1 | 2 / 2 → 2 [2, 2] | 0.0 / 0.0 → 0.0 [0.0, 0.0] | 30.0 / 40.0 → 35.0 [-28.5, 98.5] "
         "| 30.0 / 40.0 → 35.0 [-28.5, 98.5] | — | — | — |"  # plain runs have no swap
     )
-    assert stats[3].startswith("| True | 0, 1 | 2 / 2 → 2 [2, 2] | 25.0 / 25.0 → 25.0 [25.0, 25.0] |")
+    assert stats[3].startswith("| rspo | 0, 1 | 2 / 2 → 2 [2, 2] | 25.0 / 25.0 → 25.0 [25.0, 25.0] |")
     assert stats[3].endswith(  # explorer minus actor: (0.3 + 0.1) / 2 and (0.2 + 0) / 2; rescued 1+2, 2+3
         "| 50.0 / 50.0 → 50.0 [50.0, 50.0] | 20.0 / 10.0 → 15.0 [-48.5, 78.5] | 3 / 5 → 4 [-8.71, 16.7] |"
     )
@@ -527,7 +527,7 @@ def test_report_statistics_read_each_finished_run_and_show_only_what_some_run_ha
 def test_report_statistics_show_the_cells_still_running_as_far_as_they_got(tmp_path, capsys):
     from rspo_kit.experiments.report import main as report_main
 
-    grid = {"SEED": [0], "EXPLORER_LR": [1e-4, 3e-4, 1e-3]}
+    grid = {"train.seed": [0], "swap.explorer_lr": [1e-4, 3e-4, 1e-3]}
     _fake_sweep(tmp_path / "sweep", grid, {})  # nothing finished; 1e-3 has not started
     for lr, edge in ((1e-4, 0.0), (3e-4, 0.25)):
         rows = [{"iteration": 0, "rollout/cumulative_env_steps": 0.0}]
@@ -542,24 +542,24 @@ def test_report_statistics_show_the_cells_still_running_as_far_as_they_got(tmp_p
                     "explorer/loss/approx_kl": lr * 10,
                 }
             )
-        run = tmp_path / "sweep" / f"SEED=0__EXPLORER_LR={lr}"
+        run = tmp_path / "sweep" / f"train.seed=0__swap.explorer_lr={lr}"
         run.mkdir()
         (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert report_main([str(tmp_path / "sweep"), "--statistics"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("Not finished, so far:\n\n| EXPLORER_LR | seeds | actor_updates |")
+    assert out.startswith("Not finished, so far:\n\n| swap.explorer_lr | seeds | actor_updates |")
     header, _, *lines = [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines()[2:6]]
     rows = {line[0]: dict(zip(header, line, strict=True)) for line in lines}
     assert set(rows) == {"0.0001", "0.0003"}  # the cell that never started has no row
     assert rows["0.0003"]["explorer_minus_actor_success"] == "25.0"
     assert rows["0.0001"]["explorer_approx_kl"] == "0.001"
-    assert "none of 3 cells has finished yet" in out and "EXPLORER_LR=0.001: not started" in out
+    assert "none of 3 cells has finished yet" in out and "swap.explorer_lr=0.001: not started" in out
 
 
 def test_report_shows_scores_in_their_units_and_the_trained_outcome_where_it_is_not_success(tmp_path, capsys):
     from rspo_kit.experiments.report import main as report_main
 
-    # WebShop with OUTCOME_MODE "score": scores in points (0-100), outcome_return = score / 100
+    # WebShop with reward.outcome_mode "score": scores in points (0-100), outcome_return = score / 100
     grid = {"SEED": [0], "SWAP": [False, True]}
     done = {
         "SEED=0__SWAP=false": {"final_eval_score": 45.25, "final_score": 0.5, "final_eval_success": 0.05},
@@ -580,14 +580,14 @@ def test_report_shows_scores_in_their_units_and_the_trained_outcome_where_it_is_
     assert report_main([str(tmp_path / "sweep"), "--statistics", "--metrics", *metrics]) == 0
     results, stats = [_table(t) for t in capsys.readouterr().out.split("\n\n")[:2]]
     # points stay points; a score that is a fraction (ALFWorld's) and a success rate are in percent
-    assert [results[v]["final_eval_score"] for v in ("False", "True")] == ["45.2", "50.0"]
-    assert [results[v]["final_score"] for v in ("False", "True")] == ["50.0", "25.0"]
-    assert results["False"]["final_eval_success"] == "5.0"
+    assert [results[v]["final_eval_score"] for v in ("plain", "rspo")] == ["45.2", "50.0"]
+    assert [results[v]["final_score"] for v in ("plain", "rspo")] == ["50.0", "25.0"]
+    assert results["plain"]["final_eval_success"] == "5.0"
     # the outcome the runs train on, where it is not the success: (0.5 + 0.6) / 2 over both windows of
     # 10 iterations; the explorer's 0.6 minus that
-    assert stats["False"]["rollout_start_outcome"] == stats["False"]["rollout_end_outcome"] == "55.0"
-    assert stats["False"]["explorer_outcome"] == "—"
-    rspo = stats["True"]
+    assert stats["plain"]["rollout_start_outcome"] == stats["plain"]["rollout_end_outcome"] == "55.0"
+    assert stats["plain"]["explorer_outcome"] == "—"
+    rspo = stats["rspo"]
     assert (rspo["explorer_outcome"], rspo["explorer_minus_actor_outcome"]) == ("60.0", "5.0")
     assert rspo["explorer_minus_actor_success"] == "12.5"
 
@@ -655,16 +655,17 @@ def test_sweep_runs_resumes_and_aggregates(tiny_notebook, tmp_path):
 
     table = aggregate(out)
     assert table.attrs["finished"] == table.attrs["cells"] == 4
-    assert set(table.columns) >= {"cell", "ALGO", "SEED", "final_success"}
+    # the notebook's ALGO and SEED, read under the config's names (as archived grids of notebook 04 are)
+    assert set(table.columns) >= {"cell", "algo.name", "train.seed", "final_success"}
     assert "curve_success" not in table  # lists stay out of the table
     by_cell = table.set_index("cell")["final_success"]
     assert by_cell["ALGO=gigpo__SEED=1"] == pytest.approx(0.41)
     assert by_cell["ALGO=grpo__SEED=0"] == pytest.approx(0.2)
     summary = pd.read_csv(out / "summary.csv")
-    row = summary[(summary.ALGO == "gigpo") & (summary.metric == "final_success")].iloc[0]
+    row = summary[(summary["algo.name"] == "gigpo") & (summary.metric == "final_success")].iloc[0]
     assert (row["n"], row["mean"]) == (2, pytest.approx(0.405))
     page = (out / "curves.html").read_text()
-    assert "Plotly.newPlot" in page and "ALGO=gigpo (mean of 2)" in page and "<table" in page
+    assert "Plotly.newPlot" in page and "algo.name=gigpo (mean of 2)" in page and "<table" in page
     assert (out / "plotly.min.js").is_file()  # offline plotly.js next to the page
     assert "window.Plotly || document.write" in page and "cdn.plot.ly/plotly-" in page  # copied without it
     assert pd.read_csv(out / "results.csv").shape[0] == 4
@@ -809,15 +810,17 @@ def test_paired_report_compares_the_final_episodes_task_by_task(tmp_path, capsys
     )
     # per task, the mean over seeds of a − b: +0.5, 0, +0.5, -0.5 -> mean 0.125, sd 0.4787,
     # t(3) = 3.1824 -> ±0.7617; won only by RSPO: seed 0's t0, seed 1's t2; only by plain: seed 1's t3
-    assert table[2] == "| SWAP=true − SWAP=false | 0, 1 | final/eval | 4 | 2 / 1 | +12.5 [-63.7, +88.7] | — |"
+    assert table[2] == (
+        "| variant=rspo − variant=plain | 0, 1 | final/eval | 4 | 2 / 1 | +12.5 [-63.7, +88.7] | — |"
+    )
     # the sampled evaluation pairs on the one task both have (t0: +1, then 0); its scores are points,
     # +20 each seed; one task has no interval
     assert table[3] == (
-        "| SWAP=true − SWAP=false | 0, 1 | final_sampled/eval | 1 | 1 / 0 | +50.0 [—, —] | +20.0 [—, —] |"
+        "| variant=rspo − variant=plain | 0, 1 | final_sampled/eval | 1 | 1 / 0 | +50.0 [—, —] | +20.0 [—, —] |"
     )
     # against the control only seed 0 has episodes in both: t0 won by RSPO alone
     assert table[4] == (
-        '| SWAP=true − SWAP="control" | 0 | final/eval | 4 | 2 / 0 | +50.0 [-41.9, +141.9] | — |'
+        "| variant=rspo − variant=control | 0 | final/eval | 4 | 2 / 0 | +50.0 [-41.9, +141.9] | — |"
     )
 
 
@@ -833,14 +836,14 @@ def test_report_compares_every_variant_with_a_reference_run_task_by_task(tmp_pat
     first = next(i for i, line in enumerate(lines) if line.startswith("Against the reference run"))
     assert lines[first].endswith("; 1 finished cells recorded no episodes):")
     table = _table("\n".join(lines[first + 2 : first + 7]))
-    assert list(table["True"]) == [
-        *("SWAP", "seeds", "evaluation", "tasks"),
+    assert list(table["rspo"]) == [
+        *("variant", "seeds", "evaluation", "tasks"),
         *("episodes won only by the runs / the reference", "success − reference"),
     ]
     # RSPO's tasks averaged over seeds 1, .5, .5, 0 against 0, 1, 1, 0: +1, -.5, -.5, 0 -> mean 0,
     # sd 0.7071, t(3) = 3.1824 -> ±1.125; only the runs won seed 0's and seed 1's t0, only the
     # reference t2 (seed 0) and t1 (seed 1)
-    assert table["True"] == table["True"] | {
+    assert table["rspo"] == table["rspo"] | {
         "seeds": "0, 1",
         "evaluation": "final/eval",
         "tasks": "4",
@@ -848,8 +851,8 @@ def test_report_compares_every_variant_with_a_reference_run_task_by_task(tmp_pat
         "success − reference": "+0.0 [-112.5, +112.5]",
     }
     # plain: .5, .5, 0, .5 − ref = +.5, -.5, -1, +.5 -> -0.125, sd 0.75 -> ±1.193; 2 / 3 episodes
-    assert table["False"]["success − reference"] == "-12.5 [-131.8, +106.8]"
-    assert table["False"]["episodes won only by the runs / the reference"] == "2 / 3"
+    assert table["plain"]["success − reference"] == "-12.5 [-131.8, +106.8]"
+    assert table["plain"]["episodes won only by the runs / the reference"] == "2 / 3"
     # the control's seed 1 has no episodes: its seed 0 alone, which won nothing (-1 on t1 and t2)
     assert table["control"]["seeds"] == "0"
     assert table["control"]["success − reference"] == "-50.0 [-141.9, +41.9]"

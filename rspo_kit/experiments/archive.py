@@ -1,19 +1,19 @@
 """A sweep's record, small enough to commit, that ``report`` reads again like the sweep itself.
 
-    python -m rspo_kit.experiments.archive runs/sweeps/s26_alfworld_ppo results/issue8_x/sweep
+    python -m rspo_kit.experiments.archive runs/sweeps/alfworld-40k results/alfworld_rspo_vs_base/sweep
 
 A sweep folder holds checkpoints and executed notebooks (hundreds of MB), so it is never committed,
-and a later session on a fresh checkout has only the aggregated CSVs: it cannot pool new seeds with
-old ones task by task. ``archive_sweep`` keeps what the reports read, for every finished cell:
+and a fresh checkout would have only the aggregated CSVs: it could not pool further seeds with the
+committed ones task by task. ``archive_sweep`` keeps what the reports read, for every finished cell:
 
 - ``sweep.json`` — the manifest, as the sweep wrote it;
 - ``<cell>/results.json`` — what the cell's notebook recorded (its ``RSPO_RESULTS`` line);
 - ``<cell>/final_episodes.parquet`` — its final evaluations' episodes (the task-by-task tables);
 - ``<cell>/metrics.jsonl`` — its training log (``report --statistics``, the curves);
-- ``<cell>/start.json`` — what it started from, with the digest of those weights (runs since session 28).
+- ``<cell>/start.json`` — what it started from, with the digest of those weights (where the run kept one).
 
-Other run folders in the sweep folder that recorded final episodes (``make sweep``'s
-``warmstart_run``, the reference of ``report --reference``) keep theirs. An archive is read by
+Other run folders in the sweep folder that recorded final episodes (``warmstart_run`` of ``sweep
+--reference-run``, the reference of ``report --reference``) keep theirs. An archive is read by
 ``load_sweep`` — a cell without its notebook is read from ``<cell>/results.json`` — so
 ``report ARCHIVE NEW_SWEEP`` pools the two. Tens of kB a cell.
 """

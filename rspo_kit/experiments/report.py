@@ -9,17 +9,18 @@ table with where their runs stand, so a sweep still running can be reported as i
 ``metrics.jsonl``: how the run spent its budget and what the swap did (``run_statistics``) — what to
 look at first when a variant loses — and a third of the same for the cells still running, as far as
 they got (to tune on, e.g. the explorer's edge over the actor).
-``--paired SWAP=true,false`` adds the differences between two values of a grid key seed by seed
+``--paired variant=rspo,plain`` adds the differences between two values of a grid key seed by seed
 (cells that share a seed share their warm start and task draws, so the paired interval is the one
 to read when two variants are close), e.g. RSPO − plain and RSPO − control; cells told apart by
-several keys pair the same way (``--paired 'SWAP="control"&REPLAY_RATIO=0.0,SWAP=false'``: an
-ablation in a second folder − plain). Where the cells
+several keys pair the same way (``--paired 'variant=control&swap.replay_ratio=0.0,variant=plain'``:
+an ablation in a second folder − plain). Keys are config fields as ``load_sweep`` names them
+(``config_key``: ``SWAP=true,false`` of archived grids reads as ``variant=rspo,plain``). Where the cells
 recorded their final evaluations' episodes (``final_episodes.parquet``), it adds the same
 differences task by task (``task_paired_table``): each task's difference averaged over the seeds,
 and a 95% interval over the tasks. That interval is about these trained runs on these tasks; the
 seed-by-seed one is the one about the algorithm. ``--reference RUN_DIR`` compares every group with
-one run the same way (``reference_table``), e.g. with the warm start (``make sweep`` evaluates it
-into ``OUT/warmstart_run``): did training move the runs past where they started?
+one run the same way (``reference_table``), e.g. with the warm start (``sweep --reference-run``
+evaluates it into ``OUT/warmstart_run``): did training move the runs past where they started?
 Several folders are read as one sweep (``report OUT OUT2``): seeds or a new knob added later, in a
 second folder with a later checkout (``pooled_sweep``); ``--curves PAGE`` draws their learning curves
 together (``curves_page``).
@@ -44,6 +45,8 @@ from rspo_kit.experiments.sweep import (
     SEED_KEY,
     CellOutcome,
     cell_progress,
+    config_key,
+    config_params,
     curve_figure,
     load_sweep,
     mean_ci,
@@ -54,7 +57,7 @@ from rspo_kit.experiments.sweep import (
 )
 from rspo_kit.records import load_episodes, load_metrics, read_start
 
-# what to report when no metrics are named: the test splits of issue 8's protocol, else the last eval
+# what to report when no metrics are named: the protocols' test splits, else the last evaluation
 DEFAULT_METRICS = ("final_eval_success", "final_eval_unseen_success")
 FALLBACK_METRICS = ("final_success",)
 PERCENT_SUFFIXES = ("success", "score", "outcome", "ci_low", "ci_high", "share", "rate")
@@ -160,20 +163,25 @@ def parse_pair(text: str) -> Pair:
     """``"KEY=A,B"`` to ``(KEY, A, B)``; ``"K=A&L=C,K=B"`` to ``({K: A, L: C}, {K: B})`` (values as
     in a grid, read by ``parse_value``).
 
-    >>> parse_pair("SWAP=true,control")
-    ('SWAP', True, 'control')
-    >>> parse_pair('SWAP="control"&REPLAY_RATIO=0.0,SWAP=false')
-    ({'SWAP': 'control', 'REPLAY_RATIO': 0.0}, {'SWAP': False})
+    Keys and values are read as ``load_sweep`` names them (``config_key``).
+
+    >>> parse_pair("variant=rspo,control")
+    ('variant', 'rspo', 'control')
+    >>> parse_pair("SWAP=true,false")
+    ('variant', 'rspo', 'plain')
+    >>> parse_pair('variant=control&swap.replay_ratio=0.0,variant=plain')
+    ({'variant': 'control', 'swap.replay_ratio': 0.0}, {'variant': 'plain'})
     """
     key, sep, values = text.partition("=")
     parts = values.split(",")
     if sep and key and len(parts) == 2 and all(parts) and "=" not in parts[1] and "&" not in values:
-        return key, parse_value(parts[0]), parse_value(parts[1])
+        (name, a), (_, b) = (config_key(key, parse_value(v)) for v in parts)
+        return name, a, b
     sides = text.split(",")
     terms = [[t.partition("=") for t in side.split("&")] for side in sides]
     if len(sides) != 2 or not all(k and sep and v for side in terms for k, sep, v in side):
-        raise ValueError(f"--paired takes KEY=A,B (e.g. SWAP=true,false) or K=A&L=C,K=B, got {text!r}")
-    a, b = ({k: parse_value(v) for k, _, v in side} for side in terms)
+        raise ValueError(f"--paired takes KEY=A,B (e.g. variant=rspo,plain) or K=A&L=C,K=B, got {text!r}")
+    a, b = (dict(config_key(k, parse_value(v)) for k, _, v in side) for side in terms)
     return a, b
 
 
@@ -192,8 +200,17 @@ def pair_keys(pair: Pair) -> list[str]:
 
 
 def _pair_label(pair: Pair) -> str:
-    """``KEY=a − KEY=b``; for several keys ``K=a, L=c − K=b``."""
-    return " − ".join(", ".join(f"{k}={json.dumps(v)}" for k, v in side.items()) for side in _sides(pair))
+    """``KEY=a − KEY=b``; for several keys ``K=a, L=c − K=b``; values as ``--paired`` takes them (a
+    string in quotes only where it would read as another value).
+
+    >>> _pair_label(("variant", "rspo", "plain")), _pair_label(({"K": "true", "L": 0.0}, {"K": None}))
+    ('variant=rspo − variant=plain', 'K="true", L=0.0 − K=null')
+    """
+
+    def shown(v: object) -> str:
+        return v if isinstance(v, str) and parse_value(v) == v else json.dumps(v)
+
+    return " − ".join(", ".join(f"{k}={shown(v)}" for k, v in side.items()) for side in _sides(pair))
 
 
 def _pair_cells(part: pd.DataFrame, side: Mapping[str, object]) -> pd.DataFrame:
@@ -404,7 +421,7 @@ def starting_policies(
 ) -> str:
     """One line naming the policies that ``cells`` (and the reference run) started from, by the first
     12 hex digits of their weights' digest (``start.json``); "" when none of them recorded one (runs
-    before session 28). Cells that started from different policies pair across warm starts: their
+    that kept no ``start.json``). Cells that started from different policies pair across warm starts: their
     differences compare the warm starts as well as the variants, and the line says so."""
     by_digest: dict[str, list[str]] = {}
     for name in cells:
@@ -525,7 +542,8 @@ def running_statistics(folders: Mapping[str, Path], manifest: dict, finished: se
 
 
 def _notebook_defaults(notebook: str | None) -> dict[str, Any]:
-    """The literal values of a sweep notebook's parameters cell; {} if it cannot be read from here."""
+    """The literal values of a sweep notebook's parameters cell, under their config names
+    (``config_params``); {} if it cannot be read from here."""
     if not notebook or not Path(notebook).is_file():
         return {}
     cells = json.loads(Path(notebook).read_text())["cells"]
@@ -535,7 +553,7 @@ def _notebook_defaults(notebook: str | None) -> dict[str, Any]:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             with contextlib.suppress(ValueError, SyntaxError):
                 defaults[node.targets[0].id] = ast.literal_eval(node.value)
-    return defaults
+    return config_params(defaults)
 
 
 def pooled_sweep(out_dirs: Sequence[str | Path]) -> tuple[dict, list[dict], dict[str, Path]]:
@@ -591,7 +609,7 @@ def aggregate_pooled(
     out_dirs: Sequence[str | Path], into: str | Path, *, curve: str = "curve_success"
 ) -> pd.DataFrame:
     """``aggregate`` of several sweep folders read as one (``pooled_sweep``: e.g. a new sweep and the
-    archives of earlier sessions' seeds), written into ``into`` (created) as ``pooled_results.csv``,
+    archives of earlier seeds), written into ``into`` (created) as ``pooled_results.csv``,
     ``pooled_summary.csv`` and ``pooled_curves.html``. The folders are only read: archives stay as
     committed, and a folder's own ``results.csv`` stays its own when ``into`` is one of them."""
     manifest, rows, _ = pooled_sweep(out_dirs)
@@ -636,7 +654,7 @@ def curves_page(
     standalone page, as ``aggregate`` writes ``curves.html`` for one folder: ``curve`` against env
     steps, a colour per group of the keys that vary, thin lines the seeds and a thick one their
     mean, and under the figure each group's mean and 95% interval over seeds of ``metrics``
-    (default: those the report shows). Pooled archives of several sessions get one figure."""
+    (default: those the report shows). Pooled archives of several sweeps get one figure."""
     manifest, rows, _ = pooled_sweep(out_dirs)
     recorded = sorted(
         {k for r in rows for k, v in r.items() if k.startswith("curve_") and isinstance(v, list)}
@@ -664,7 +682,7 @@ def report(
 ) -> str:
     """The Markdown report of the sweep in ``out_dirs``, one folder or several read as one sweep
     (``pooled_sweep``; see the module docstring). ``reference``: a run folder with final episodes
-    (e.g. ``OUT/warmstart_run`` of ``make sweep``) that every group is compared with task by task."""
+    (e.g. ``OUT/warmstart_run`` of ``sweep --reference-run``) that every group is compared with task by task."""
     out_dirs = [out_dirs] if isinstance(out_dirs, (str, Path)) else list(out_dirs)
     manifest, rows, folders = pooled_sweep(out_dirs)
     start = load_episodes(reference) if reference is not None else None
@@ -757,15 +775,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="KEY=A,B",
-        help="also A − B seed by seed for two values of a grid key, e.g. SWAP=true,false, or for cells "
-        "told apart by several keys, e.g. 'SWAP=\"control\"&REPLAY_RATIO=0.0,SWAP=false' (repeatable)",
+        help="also A − B seed by seed for two values of a grid key, e.g. variant=rspo,plain, or for cells "
+        "told apart by several keys, e.g. 'variant=control&swap.replay_ratio=0.0,variant=plain' (repeatable)",
     )
     ap.add_argument(
         "--reference",
         default=None,
         metavar="RUN_DIR",
         help="also each group − this run (one with final_episodes.parquet, e.g. OUT/warmstart_run of "
-        "`make sweep`), task by task",
+        "`sweep --reference-run`), task by task",
     )
     ap.add_argument(
         "--curves",

@@ -1,28 +1,42 @@
 """Run one parameterised notebook over a grid of parameters with papermill: in parallel, resumable.
 
-    python -m rspo_kit.experiments.sweep notebooks/04_training.ipynb \\
-        --grid '{"ALGO": ["grpo", "gigpo"], "SWAP": [true, false], "SEED": [0, 1, 2]}' \\
-        --out runs/sweeps/algo_swap --workers 2 -p PRESET tiny -p ITERATIONS 10
+    python -m rspo_kit.experiments.sweep notebooks/04_training.ipynb --preset alfworld-40k \\
+        --grid '{"algo.name": ["grpo", "gigpo"], "variant": ["plain", "rspo"], "train.seed": [0, 1, 2]}' \\
+        --out runs/sweeps/alfworld-40k --workers 2
 
-Every grid cell (one combination of values) is one papermill run of the notebook. Its output
-notebook is named by its values (``cell_name``) and is also the record of whether it finished: a
-cell whose output notebook carries a ``RSPO_RESULTS`` line (``rspo_kit.records.record``) is skipped
-when the sweep runs again, a failed or killed one is run again. So an interrupted sweep resumes by
-running the same command again. A rerun cell keeps its run directory, so a notebook that continues
-from the checkpoints in its ``RUN_DIR`` (``04_training`` does) loses at most one iteration of a
-killed run; ``fresh=True`` (``--fresh``) deletes them first and reruns such cells from scratch. Stopping the sweep (Ctrl-C, ``kill``, even ``kill -9``)
-stops its running cells too: no worker or kernel is left behind to run queued cells.
+Every grid cell (one combination of values) is one papermill run of the notebook. Grid keys and
+``-p`` parameters are the notebook's parameters, with three kinds of names (``notebook_parameters``):
+a dotted config field (``algo.lr``) goes into the notebook's ``OVERRIDES`` dict, ``variant``,
+``algo`` and ``seed`` into ``VARIANT``, ``ALGO`` and ``SEED``, and an UPPERCASE name is the
+parameter itself; ``--preset`` passes ``PRESET`` (a protocol of ``rspo_kit.train.PRESETS``).
+
+A cell's output notebook is named by its values (``cell_name``) and is also the record of whether it
+finished: a cell whose output notebook carries a ``RSPO_RESULTS`` line (``rspo_kit.records.record``)
+is skipped when the sweep runs again, a failed or killed one is run again. So an interrupted sweep
+resumes by running the same command again. A rerun cell keeps its run directory, so a notebook that
+continues from the checkpoints in its ``RUN_DIR`` (``04_training`` does) loses at most one iteration
+of a killed run; ``fresh=True`` (``--fresh``) deletes them first and reruns such cells from scratch.
+Stopping the sweep (Ctrl-C, ``kill``, even ``kill -9``) stops its running cells too: no worker or
+kernel is left behind to run queued cells.
 
 The output folder holds:
 
 - ``sweep.json`` — the notebook, the grid keys, the fixed parameters and every cell's parameters;
 - ``<cell>.ipynb`` — each executed notebook, and ``<cell>.log`` — its kernel's own stdout and stderr;
 - ``<cell>/`` — each cell's run directory, passed as ``RUN_DIR`` if the notebook has that parameter;
+- ``warmstart_run/`` — with ``--reference-run``: the preset's starting policy given the cells' final
+  evaluation, which ``report --reference`` compares every variant with;
 - ``results.csv``, ``summary.csv``, ``curves.html`` — written by ``aggregate``.
 
+Reading a sweep (``load_sweep``) names its keys as config fields, whatever names its grid used:
+``ALGO``, ``SWAP`` (true, false, "control", ...) and ``SEED`` are ``algo.name``, ``variant`` (rspo,
+plain, control, ...) and ``train.seed`` (``config_key``), so archived grids of notebook 04's
+UPPERCASE parameters and grids of config fields report in the same columns.
+
 Cells run in separate processes, at most one per CPU core. A notebook with a ``THREADS`` parameter
-gets cores // workers torch threads unless ``THREADS`` is given, so parallel cells do not fight
-over the cores. papermill (the ``notebook`` extra) is imported only when a sweep runs.
+gets the preset's ``train.threads``, else cores // workers torch threads, unless ``THREADS`` is
+given, so parallel cells do not fight over the cores. papermill (the ``notebook`` extra) is imported
+only when a sweep runs.
 """
 
 from __future__ import annotations
@@ -30,6 +44,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import dataclasses
 import itertools
 import json
 import math
@@ -56,16 +71,120 @@ from rspo_kit.records.notebook import RESULTS_FILE, NoResults, has_results, read
 
 KERNEL_NAME = "rspo-kit"  # registered from this virtualenv by ensure_kernel() / `make kernel`
 MANIFEST = "sweep.json"
-SEED_KEY = "SEED"  # the grid key whose values are replicates: summaries average over it
+SEED_KEY = "train.seed"  # the key whose values are replicates: summaries average over it
 CURVE_X = "curve_env_steps"  # recorded list: the x of every learning curve a notebook records
+REFERENCE_RUN = "warmstart_run"  # the run folder of --reference-run, beside the cells
+
+# notebook 04's parameters that are config fields, under the field's name (the short names of a
+# grid, and the UPPERCASE parameters that grids of archived sweeps used)
+CONFIG_KEYS = {
+    "algo": "algo.name",
+    "ALGO": "algo.name",
+    "variant": "variant",
+    "VARIANT": "variant",
+    "SWAP": "variant",
+    "seed": "train.seed",
+    "SEED": "train.seed",
+    "ENV": "env.name",
+    "ITERATIONS": "train.iterations",
+    "LR": "algo.lr",
+    "GROUP_SIZE": "algo.group_size",
+    "MAX_ENV_STEPS": "train.max_env_steps",
+    "MAX_STEPS": "env.max_steps",
+    "EVAL_N": "train.eval_n",
+    "EVAL_EVERY": "train.eval_every",
+    "EVAL_SPLIT": "train.eval_split",
+    "FINAL_EVAL_SPLIT": "train.final_eval_split",
+    "FINAL_EVAL_N": "train.final_eval_n",
+    "FINAL_EVAL_SAMPLED": "train.final_eval_sampled",
+    "OUTCOME_MODE": "reward.outcome_mode",
+    "MISALIGN_EPS": "reward.misalign_eps",
+    "SFT_UPDATES": "policy.sft_updates",
+    "SFT_MINUTES": "policy.sft_minutes",
+    "SFT_DEMO_TASKS": "policy.sft_demo_tasks",
+    "EXPLORER_LR": "swap.explorer_lr",
+    "EXPLORER_UPDATES": "swap.explorer_updates",
+    "REPLAY_FILTER": "swap.replay_filter",
+    "REPLAY_RATIO": "swap.replay_ratio",
+    "OFFPOLICY_WEIGHT": "swap.offpolicy_weight",
+}
+# a grid's short names for notebook 04's parameters
+SHORT_NAMES = {"variant": "VARIANT", "algo": "ALGO", "seed": "SEED"}
+# the variant of a boolean SWAP value (SWAP=true is RSPO)
+VARIANT_OF_SWAP = {True: "rspo", False: "plain"}
+
+
+def config_key(key: str, value: Any = None) -> tuple[str, Any]:
+    """A grid key and value under the config field's name (``CONFIG_KEYS``); others as they are.
+
+    >>> config_key("SWAP", True), config_key("SWAP", "control"), config_key("SEED", 2)
+    (('variant', 'rspo'), ('variant', 'control'), ('train.seed', 2))
+    >>> config_key("algo.lr", 3e-5), config_key("PRESET", "alfworld-40k")
+    (('algo.lr', 3e-05), ('PRESET', 'alfworld-40k'))
+    """
+    name = CONFIG_KEYS.get(key, key)
+    if name == "variant" and isinstance(value, bool):
+        value = VARIANT_OF_SWAP[value]
+    return name, value
+
+
+def config_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Parameters under their config names (``config_key``); an ``OVERRIDES`` dict as its dotted keys.
+
+    >>> config_params({"ALGO": "gigpo", "SWAP": False, "OVERRIDES": {"algo.lr": 1e-4}})
+    {'algo.name': 'gigpo', 'variant': 'plain', 'algo.lr': 0.0001}
+    """
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        if key == "OVERRIDES" and isinstance(value, Mapping):
+            out.update(value)
+        else:
+            name, value = config_key(key, value)
+            out[name] = value
+    return out
+
+
+def notebook_parameters(params: Mapping[str, Any], known: set[str] | None = None) -> dict[str, Any]:
+    """What papermill passes for a cell's ``params``: dotted config fields into ``OVERRIDES`` (over a
+    given ``OVERRIDES`` dict), ``variant``/``algo``/``seed`` as ``VARIANT``/``ALGO``/``SEED``, the
+    rest as they are. ``known``: the notebook's parameters, to fail on a config field it cannot take.
+
+    >>> notebook_parameters({"PRESET": "alfworld-40k", "variant": "rspo", "algo.lr": 1e-4, "train.seed": 1})
+    {'PRESET': 'alfworld-40k', 'VARIANT': 'rspo', 'OVERRIDES': {'algo.lr': 0.0001, 'train.seed': 1}}
+    """
+    out: dict[str, Any] = {}
+    overrides = dict(params.get("OVERRIDES") or {})
+    for key, value in params.items():
+        if "." in key:
+            overrides[key] = value
+        elif key != "OVERRIDES":
+            out[SHORT_NAMES.get(key, key)] = value
+    if overrides:
+        if known is not None and "OVERRIDES" not in known:
+            raise ValueError(f"config fields {sorted(overrides)} need a notebook with an OVERRIDES parameter")
+        out["OVERRIDES"] = overrides
+    return out
+
+
+def check_config_fields(params: Mapping[str, Any]) -> None:
+    """Every dotted key of ``params`` names a config field: a typo fails before any cell runs."""
+    from rspo_kit.train.config import RunConfig
+
+    cfg = RunConfig()
+    for key in (k for k in params if "." in k):
+        section, _, name = key.partition(".")
+        part = getattr(cfg, section, None)
+        if not dataclasses.is_dataclass(part) or name not in {f.name for f in dataclasses.fields(part)}:
+            raise ValueError(f"grid or parameter key {key!r} is not a config field (section.field)")
 
 
 # ------------------------------------------------------------------------------------------ grid
 def expand_grid(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
     """Every combination of the grid's values, the last key varying fastest.
 
-    >>> expand_grid({"ALGO": ["grpo", "gigpo"], "SEED": [0, 1]})
-    [{'ALGO': 'grpo', 'SEED': 0}, {'ALGO': 'grpo', 'SEED': 1}, {'ALGO': 'gigpo', 'SEED': 0}, {'ALGO': 'gigpo', 'SEED': 1}]
+    >>> expand_grid({"algo.name": ["grpo", "gigpo"], "seed": [0, 1]})  # doctest: +NORMALIZE_WHITESPACE
+    [{'algo.name': 'grpo', 'seed': 0}, {'algo.name': 'grpo', 'seed': 1},
+     {'algo.name': 'gigpo', 'seed': 0}, {'algo.name': 'gigpo', 'seed': 1}]
     """
     for key, values in grid.items():
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
@@ -84,10 +203,10 @@ def _fmt(value: Any) -> str:
 def cell_name(params: Mapping[str, Any]) -> str:
     """A file name for a grid cell: ``KEY=value`` pairs joined by ``__``, in grid order.
 
-    >>> cell_name({"ALGO": "gigpo", "SWAP": True, "SEED": 0})
-    'ALGO=gigpo__SWAP=true__SEED=0'
-    >>> cell_name({"SWAP": "control", "LR": 3e-4})
-    'SWAP=control__LR=0.0003'
+    >>> cell_name({"algo.name": "gigpo", "variant": "rspo", "train.seed": 0})
+    'algo.name=gigpo__variant=rspo__train.seed=0'
+    >>> cell_name({"variant": "control", "algo.lr": 3e-4})
+    'variant=control__algo.lr=0.0003'
     """
     return "__".join(f"{_fmt(k)}={_fmt(v)}" for k, v in params.items())
 
@@ -256,6 +375,13 @@ def cell_progress(run_dir: Path) -> str | None:
     return text
 
 
+def preset_threads(parameters: Mapping[str, Any]) -> int | None:
+    """The torch threads the ``PRESET`` parameter's preset fixes (a protocol's ``train.threads``)."""
+    from rspo_kit.train.config import PRESETS
+
+    return PRESETS.get(parameters.get("PRESET"), {}).get("train", {}).get("threads")
+
+
 def _notebook_parameters(notebook: Path) -> set[str]:
     import papermill as pm
 
@@ -318,7 +444,8 @@ def run_sweep(
 ) -> list[CellOutcome]:
     """Run ``notebook`` once per grid cell into ``out_dir`` (see the module docstring).
 
-    ``parameters`` are passed to every cell (grid values win over them). ``timeout_s`` bounds each
+    ``parameters`` are passed to every cell (grid values win over them; both as ``notebook_parameters``
+    names them: dotted config fields go into ``OVERRIDES``). ``timeout_s`` bounds each
     notebook cell's execution. Every ``progress_s`` seconds without a cell ending, the running
     cells' progress is logged (``cell_progress``; None: never). ``fresh`` deletes the run
     directories of unfinished cells first, so they start from scratch instead of from their
@@ -339,14 +466,17 @@ def run_sweep(
     if todo:
         jobs = []
         known = _notebook_parameters(notebook)
+        for c in cells:
+            check_config_fields({**fixed, **c.params})
+            notebook_parameters({**fixed, **c.params}, known)
         n_workers = max(1, min(workers, usable_cores(), len(todo)))
-        threads = fixed.get("THREADS") or max(1, usable_cores() // n_workers)
+        threads = fixed.get("THREADS") or preset_threads(fixed) or max(1, usable_cores() // n_workers)
         for c in todo:
             if fresh:
                 shutil.rmtree(c.run_dir, ignore_errors=True)  # a failed or killed run's checkpoints
             c.notebook.unlink(missing_ok=True)
             c.notebook.with_suffix(".log").unlink(missing_ok=True)
-            params = {**fixed, **c.params}
+            params = notebook_parameters({**fixed, **c.params}, known)
             if "RUN_DIR" in known:
                 params["RUN_DIR"] = str(c.run_dir)
             if "THREADS" in known:
@@ -486,16 +616,27 @@ def _scalar(value: Any) -> bool:
     return isinstance(value, (int, float, str)) or value is None
 
 
+def config_manifest(manifest: Mapping[str, Any]) -> dict:
+    """A sweep's manifest with its keys, cells' values and fixed parameters under their config names
+    (``config_params``): ``ALGO=gigpo__SWAP=false__SEED=0`` reads as algo.name gigpo, variant plain,
+    train.seed 0, like ``algo.name=gigpo__variant=plain__train.seed=0``."""
+    keys = [config_key(k)[0] for k in manifest.get("keys", [])]
+    cells = {name: config_params(params) for name, params in manifest.get("cells", {}).items()}
+    parameters = config_params(manifest.get("parameters", {}))
+    return {**manifest, "keys": list(dict.fromkeys(keys)), "cells": cells, "parameters": parameters}
+
+
 def load_sweep(out_dir: str | os.PathLike) -> tuple[dict, list[dict]]:
-    """The manifest and, per cell with results, ``{"cell", grid values..., results...}`` (all values),
-    in the order the grids listed the cells (e.g. plain, RSPO, control). A cell's results are its
-    output notebook's; a cell without a notebook (an archive, ``rspo_kit.experiments.archive``) is
-    read from its run folder's ``results.json``."""
+    """The manifest (``config_manifest``: keys under config names) and, per cell with results,
+    ``{"cell", grid values..., results...}`` (all values), in the order the grids listed the cells
+    (e.g. plain, RSPO, control). A cell's results are its output notebook's; a cell without a
+    notebook (an archive, ``rspo_kit.experiments.archive``) is read from its run folder's
+    ``results.json``."""
     out = Path(out_dir)
     path = out / MANIFEST
     if not path.exists():
         raise FileNotFoundError(f"no {MANIFEST} in {out}: not a sweep folder")
-    manifest = json.loads(path.read_text())
+    manifest = config_manifest(json.loads(path.read_text()))
     rows = []
     for name, params in manifest["cells"].items():
         notebook, archived = out / f"{name}.ipynb", out / name / RESULTS_FILE
@@ -657,6 +798,40 @@ def write_figure_html(spec: Mapping, path: Path, table: pd.DataFrame | None = No
     return path
 
 
+# ------------------------------------------------------------------------------------ reference
+def reference_run(
+    preset_name: str,
+    out_dir: str | os.PathLike,
+    parameters: Mapping[str, Any] | None = None,
+    log: Callable[[str], None] | None = print,
+) -> Path:
+    """The preset's starting policy given the cells' final evaluation, in ``OUT/warmstart_run``: no
+    training (``train.iterations=0``), the preset's final splits, greedy and sampled, so that
+    ``report OUT --reference OUT/warmstart_run`` compares every variant with where it started. Done
+    once: a folder with its final episodes is kept. ``parameters``: the sweep's fixed ones (their
+    config fields apply, e.g. ``env.max_steps``). Run before the cells, it also installs the preset's
+    warm start (``policy.warmstart_from``) before parallel cells look for it.
+    """
+    from rspo_kit.records.episodes import EPISODES_FILE
+    from rspo_kit.train import preset, train
+
+    run_dir = Path(out_dir) / REFERENCE_RUN
+    if (run_dir / EPISODES_FILE).exists():
+        return run_dir
+    fields = config_params(dict(parameters or {}))
+    cfg = preset(preset_name, env=fields.get("env.name"))
+    for key, value in fields.items():
+        if "." in key and key not in ("env.name", "train.seed", "algo.name"):
+            cfg.override(key, value)
+    for key, value in {"train.iterations": 0, "train.eval_n": 0, "train.progress_bar": False}.items():
+        cfg.override(key, value)
+    cfg.override("train.run_dir", str(run_dir))
+    shutil.rmtree(run_dir, ignore_errors=True)  # a reference run killed halfway
+    (log or (lambda _msg: None))(f"reference run: {preset_name}'s starting policy, evaluated into {run_dir}")
+    train(cfg.validate())
+    return run_dir
+
+
 # ------------------------------------------------------------------------------------------- CLI
 def parse_value(text: str) -> Any:
     """A grid or -p value given as text: JSON or a Python literal if it parses as one, else the text."""
@@ -674,9 +849,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Run a parameterised notebook over a grid with papermill (resumable), then aggregate.",
     )
     ap.add_argument("notebook", help="the notebook to run, e.g. notebooks/04_training.ipynb")
-    ap.add_argument("--grid", required=True, help="JSON object of lists, e.g. '{\"SEED\": [0, 1, 2]}'")
+    ap.add_argument(
+        "--grid",
+        required=True,
+        help="JSON object of lists: config fields, variant, or notebook parameters, e.g. "
+        '\'{"algo.name": ["grpo", "gigpo"], "variant": ["plain", "rspo"], "train.seed": [0, 1, 2]}\'',
+    )
     ap.add_argument("--out", required=True, help="output folder (rerun the same command to resume)")
     ap.add_argument("--workers", type=int, default=1, help="parallel cells (capped at the CPU cores)")
+    ap.add_argument(
+        "--preset", default=None, help="the PRESET of every cell, e.g. alfworld-40k or webshop-7k"
+    )
+    ap.add_argument(
+        "--reference-run",
+        action="store_true",
+        help=f"first evaluate the preset's starting policy as the cells' final evaluation into "
+        f"OUT/{REFERENCE_RUN} (once; `report OUT --reference OUT/{REFERENCE_RUN}` compares with it)",
+    )
     ap.add_argument(
         "-p",
         "--parameter",
@@ -684,7 +873,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="append",
         default=[],
         metavar=("KEY", "VALUE"),
-        help="a parameter for every cell (value parsed as JSON if it is JSON)",
+        help="a parameter for every cell: a config field (algo.lr 3e-5) or a notebook parameter "
+        "(THREADS 1); the value is parsed as JSON if it is JSON",
     )
     ap.add_argument(
         "--kernel", default=None, help=f"Jupyter kernel (default: {KERNEL_NAME}, registered if missing)"
@@ -706,12 +896,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     grid = json.loads(args.grid)
     if not isinstance(grid, dict):
         ap.error("--grid must be a JSON object of lists")
+    parameters = {k: parse_value(v) for k, v in args.parameter}
+    if args.preset:
+        from rspo_kit.train.config import PRESETS
+
+        if args.preset not in PRESETS:
+            ap.error(f"--preset {args.preset!r} is not a preset; choose one of {', '.join(sorted(PRESETS))}")
+        parameters["PRESET"] = args.preset
+    if args.reference_run and "PRESET" not in parameters:
+        ap.error("--reference-run evaluates a preset's starting policy: give --preset")
     try:
+        check_config_fields({**parameters, **{k: None for k in grid}})
+        if args.reference_run:
+            reference_run(parameters["PRESET"], args.out, parameters)
         outcomes = run_sweep(
             args.notebook,
             grid,
             args.out,
-            parameters={k: parse_value(v) for k, v in args.parameter},
+            parameters=parameters,
             workers=args.workers,
             kernel_name=args.kernel,
             timeout_s=args.timeout,
@@ -721,6 +923,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the workers are already stopped
         print("rerun the same command to resume", file=sys.stderr)
         return 130
+    except (FileNotFoundError, ValueError) as err:  # a mistyped field, preset or path: before any cell
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     table = aggregate(args.out)
     failed = [o for o in outcomes if o.status == "failed"]
     print(f"\n{table.attrs['finished']} of {table.attrs['cells']} cells finished; {len(failed)} failed")
