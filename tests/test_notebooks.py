@@ -161,12 +161,14 @@ def test_03_reward_swap(kernel, tmp_path):
 
 def test_04_training_ppo_control_and_its_continuation(kernel, tmp_path):
     run_dir = tmp_path / "run"
-    params = dict(SMOKE, ALGO="ppo", SWAP="control", EVAL_N=2, EVAL_EVERY=1, RUN_DIR=str(run_dir))
-    params |= {"FINAL_EVAL_SPLIT": "eval,eval_unseen", "FINAL_EVAL_N": 3, "FINAL_EVAL_SAMPLED": True}
-    params |= {"OUTCOME_MODE": "score", "EXPLORER_LR": 2e-4}  # score: on ALFWorld the same as success
+    overrides = {"train.final_eval_split": "eval,eval_unseen", "train.final_eval_n": 3}
+    overrides |= {"train.final_eval_sampled": True, "swap.explorer_lr": 2e-4}
+    overrides |= {"reward.outcome_mode": "score"}  # score: on ALFWorld the same as success
+    params = dict(PRESET="smoke", ALGO="ppo", VARIANT="control", RUN_DIR=str(run_dir), OVERRIDES=overrides)
     results = execute("04_training", kernel, tmp_path, **params, ITERATIONS=2)
     check_run(results, iterations=2)
     assert (results["variant"], results["algo"], results["outcome_mode"]) == ("control", "ppo", "score")
+    assert results["preset"] == "smoke"
     assert 0 <= results["rollout_success"] <= 1 and results["best_success"] >= results["final_success"]
     for split in ("eval", "eval_unseen"):  # the test splits, evaluated once at the end
         for kind in ("final", "final_sampled"):  # greedy, and sampled
@@ -234,44 +236,50 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
         tmp_path,
         NOTEBOOK=str(NOTEBOOKS / "04_training.ipynb"),
         PRESET="smoke",
-        ITERATIONS=1,
-        GRID={"SWAP": [True, False], "SEED": [0]},
+        GRID={"variant": ["rspo", "plain"], "train.seed": [0]},
         CELL_PARAMETERS={
-            **{"WARMSTART": False, "EVAL_N": 2, "EVAL_EVERY": 1, "MAX_STEPS": 6, "THREADS": 1},
-            "EXPLORER_UPDATES": 2,  # RSPO's explorer only: the plain cell has none
-            "REPLAY_FILTER": "outcome_above_mean",
-            **{"REPLAY_RATIO": 1.0, "OFFPOLICY_WEIGHT": "none"},  # the ablations' knobs reach the config
+            **{"train.iterations": 1, "THREADS": 1, "train.final_eval_split": "eval_unseen"},
+            "swap.explorer_updates": 2,
+            "swap.replay_filter": "outcome_above_mean",
+            **{
+                "swap.replay_ratio": 1.0,
+                "swap.offpolicy_weight": "none",
+            },  # the ablations' knobs reach the config
         },
         OUT=str(out),
         WORKERS=1,
     )
     assert (results["cells"], results["finished"], results["failed"]) == (2, 2, 0)
-    assert set(results["means"]) == {"True", "False"} and all(0 <= m <= 1 for m in results["means"].values())
+    assert set(results["means"]) == {"rspo", "plain"} and all(0 <= m <= 1 for m in results["means"].values())
     assert results["best_group"] in results["means"] and 0 <= results["best_mean"] <= 1
-    for name in ("results.csv", "summary.csv", "curves.html", "SWAP=true__SEED=0.ipynb"):
+    for name in ("results.csv", "summary.csv", "curves.html", "variant=rspo__train.seed=0.ipynb"):
         assert (out / name).is_file()
-    swaps = {
-        v: json.loads((out / f"SWAP={v}__SEED=0" / "config.json").read_text())["swap"]
-        for v in ("true", "false")
+    configs = {
+        v: json.loads((out / f"variant={v}__train.seed=0" / "config.json").read_text())
+        for v in ("rspo", "plain")
     }
-    assert (swaps["true"]["explorer_updates"], swaps["false"]["explorer_updates"]) == (2, 1)
-    assert swaps["true"]["replay_filter"] == "outcome_above_mean"
-    assert (swaps["true"]["replay_ratio"], swaps["true"]["offpolicy_weight"]) == (1.0, "none")
+    assert (configs["rspo"]["swap"]["mode"], configs["plain"]["swap"]["mode"]) == ("rspo", "off")
+    assert configs["rspo"]["swap"]["explorer_updates"] == 2 and configs["rspo"]["train"]["iterations"] == 1
+    assert configs["rspo"]["swap"]["replay_filter"] == "outcome_above_mean"
+    assert (configs["rspo"]["swap"]["replay_ratio"], configs["rspo"]["swap"]["offpolicy_weight"]) == (
+        1.0,
+        "none",
+    )
     executed = (tmp_path / "06_experiments.ipynb").read_text()
-    assert "| SWAP | seeds | actor_updates | explorer_steps_share |" in executed  # the runs' statistics
+    assert "| variant | seeds | actor_updates | explorer_steps_share |" in executed  # the runs' statistics
     assert "| explorer_success | explorer_minus_actor_success | rescued_groups |" in executed  # RSPO's swap
     printed = "".join(
         "".join(o.get("text", "")) for c in json.loads(executed)["cells"] for o in c.get("outputs", [])
     )
     assert "| difference | seeds | final_success |" in printed  # RSPO − plain, paired by seed
-    assert "| SWAP=true \u2212 SWAP=false | 0 | " in printed
-    # and task by task, from the cells' final episodes (notebook 04 evaluates eval_unseen at the end)
+    assert "| variant=rspo \u2212 variant=plain | 0 | " in printed
+    # and task by task, from the cells' final episodes (eval_unseen, evaluated at the end)
     assert "| difference | seeds | evaluation | tasks | episodes won only by a / b | success |" in printed
-    assert "| SWAP=true \u2212 SWAP=false | 0 | final/eval_unseen | 2 | " in printed
+    assert "| variant=rspo \u2212 variant=plain | 0 | final/eval_unseen | 2 | " in printed
 
     # summarise a sweep without running it (one still running in the background, or half done)
     (tmp_path / "summary").mkdir()
-    grid = {"SWAP": [True, False], "SEED": [0, 1]}
+    grid = {"variant": ["rspo", "plain"], "train.seed": [0, 1]}
     summary = execute(
         "06_experiments",
         kernel,
@@ -280,7 +288,9 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
         OUT=str(out),
         RUN_CELLS=False,
         CURVE="curve_score",
-        REFERENCE=str(out / "SWAP=false__SEED=0"),  # e.g. the warm start; here plain, so plain's row is 0
+        REFERENCE=str(
+            out / "variant=plain__train.seed=0"
+        ),  # e.g. the warm start; here plain: plain's row is 0
     )
     assert (summary["cells"], summary["finished"], summary["failed"]) == (4, 2, 0)
     printed = "".join(
@@ -288,22 +298,24 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
         for c in json.loads((tmp_path / "summary" / "06_experiments.ipynb").read_text())["cells"]
         for o in c.get("outputs", [])
     )
-    assert "| SWAP | seeds | evaluation | tasks | episodes won only by the runs / the reference |" in printed
-    assert "| False | 0 | final/eval_unseen | 2 | 0 / 0 | +0.0 [+0.0, +0.0] |" in printed
+    assert (
+        "| variant | seeds | evaluation | tasks | episodes won only by the runs / the reference |" in printed
+    )
+    assert "| plain | 0 | final/eval_unseen | 2 | 0 / 0 | +0.0 [+0.0, +0.0] |" in printed
     assert "curve_score vs env steps" in (out / "curves.html").read_text()  # the score curves instead
-    assert summary["means"] == results["means"] and not (out / "SWAP=true__SEED=1.ipynb").exists()
+    assert summary["means"] == results["means"] and not (out / "variant=rspo__train.seed=1.ipynb").exists()
 
     # summarise several folders as one sweep, here an archive of this one and a copy of it as seed 1 (two
-    # sessions' seeds, committed): they are only read; the pooled tables go to OUT
+    # committed archives of different seeds): they are only read; the pooled tables go to OUT
     from rspo_kit.experiments.archive import archive_sweep
 
     archive_sweep(out, tmp_path / "seed0")
     shutil.copytree(tmp_path / "seed0", tmp_path / "seed1")
     manifest = json.loads((tmp_path / "seed1" / "sweep.json").read_text())
     for name in list(manifest["cells"]):
-        (tmp_path / "seed1" / name).rename(tmp_path / "seed1" / name.replace("SEED=0", "SEED=1"))
+        (tmp_path / "seed1" / name).rename(tmp_path / "seed1" / name.replace("seed=0", "seed=1"))
     manifest["cells"] = {
-        n.replace("SEED=0", "SEED=1"): {**p, "SEED": 1} for n, p in manifest["cells"].items()
+        n.replace("seed=0", "seed=1"): {**p, "train.seed": 1} for n, p in manifest["cells"].items()
     }
     (tmp_path / "seed1" / "sweep.json").write_text(json.dumps(manifest))
     archives = {
@@ -331,7 +343,7 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
         for o in c.get("outputs", [])
     )
     assert "4 of 4 cells finished in " in printed
-    assert "| SWAP=true \u2212 SWAP=false | 0, 1 | " in printed  # paired by seed across the two folders
+    assert "| variant=rspo \u2212 variant=plain | 0, 1 | " in printed  # paired by seed across the two folders
 
 
 # -------------------------------------------------------------------------------------------- hygiene
