@@ -57,69 +57,22 @@ demo: setup kernel
 	@echo "executed notebook: $(DEMO_DIR)/00_quickstart.ipynb"
 	@$(PY) -m rspo_kit.experiments.results $(DEMO_DIR)/00_quickstart.ipynb
 
-# Issue 8's experiment: notebooks/04_training.ipynb over algorithm x variant x seed on the tiny
-# preset, every run stopped at the same budget of env steps, learning curves on 40 valid tasks
-# (held-out train tasks) every 5 iterations, and at the end all 120 tasks of eval and of
-# eval_unseen (greedy and sampled). Each env has its own protocol, chosen by SWEEP_ENV:
-# - alfworld (default): 40,000 env steps, lr 3e-5 (tuned on valid for this annealed warm start),
-#   success as the outcome, episodes capped at 30 steps, a warm start of 1,536 SFT updates;
-# - webshop (`make sweep SWEEP_ENV=webshop`, sessions 18-20 and 28): 7,000 env steps, lr 1e-4 (tuned
-#   on valid for GRPO), partial credit (score / 100) as the outcome with replay of above-mean
-#   episodes, a cap of 15 steps, a warm start of 1,284 SFT updates.
-# The warm start is the committed one the results start from (SWEEP_WARMSTART: results/warm_starts/,
-# ALFWorld's D or WebShop's W, installed into the cache under the cells' key, so any machine starts where
-# those results started; an error if the cache holds another under that key, or if SWEEP_SFT_UPDATES or
-# SWEEP_MAX_STEPS are not the recipe it was built by). With SWEEP_WARMSTART= it is
-# built here once first (same env, cap and SFT settings as the cells, so that the parallel
-# cells share its cache; on one torch thread, so it repeats on a machine of the same kind — not on
-# another). Its weights' digest is in .cache/warmstart/<key>/report.json and every cell's start.json. It is given the
-# cells' final evaluation, its episodes in $(SWEEP_OUT)/warmstart_run (a few minutes;
-# `report $(SWEEP_OUT) --reference $(SWEEP_OUT)/warmstart_run` compares every variant with it task by
-# task). Resumable: rerun `make sweep` and finished cells are skipped, killed ones continue from their
-# last checkpoint (add SWEEP_FRESH=--fresh to restart them). Results in $(SWEEP_OUT): results.csv (one
-# row per cell), summary.csv (means, 95% CIs over seeds), curves.html;
-# `python -m rspo_kit.experiments.report $(SWEEP_OUT)` prints the table. The full grid is days on a
-# 2-core CPU (ALFWorld 1-2 CPU-hours a cell, WebShop 15-30 minutes); override any variable, e.g.
-#   make sweep SWEEP_GRID='{"ALGO": ["gigpo"], "SWAP": [true, "control"], "SEED": [0, 1]}' SWEEP_WORKERS=1
-SWEEP_ENV       ?= alfworld
-SWEEP_GRID      ?= {"ALGO": ["grpo", "ppo", "gigpo"], "SWAP": [true, false, "control", "process", "mix"], "SEED": [0, 1, 2]}
-SWEEP_WORKERS   ?= 2
-# torch threads per cell: every measured cell ran on one, and the workers share the cores
-SWEEP_THREADS   ?= 1
-SWEEP_FRESH     ?=
-SWEEP_FINAL_SPLIT ?= eval,eval_unseen
-SWEEP_FINAL_N   ?= 120
-ifeq ($(SWEEP_ENV),webshop)
-SWEEP_OUT       ?= runs/sweeps/issue8_webshop
-SWEEP_SFT_UPDATES ?= 1284
-SWEEP_MAX_STEPS ?= 15
-SWEEP_BUDGET    ?= 7000
-SWEEP_LR        ?= 0.0001
-SWEEP_ENV_PARAMS ?= -p OUTCOME_MODE score -p REPLAY_FILTER outcome_above_mean
-SWEEP_WARMSTART ?= results/warm_starts/webshop_W/policy
-else
-SWEEP_OUT       ?= runs/sweeps/issue8
-# the warm start's SFT updates (what 10 minutes gave on 2 idle cores): the same schedule on any machine
-SWEEP_SFT_UPDATES ?= 1536
-SWEEP_MAX_STEPS ?= 30
-SWEEP_BUDGET    ?= 40000
-SWEEP_LR        ?= 0.00003
-SWEEP_ENV_PARAMS ?=
-SWEEP_WARMSTART ?= results/warm_starts/alfworld_D/policy
-endif
-SWEEP_PARAMS    ?= -p PRESET tiny -p INTERACTIVE false -p THREADS $(SWEEP_THREADS) -p ITERATIONS 1000 -p MAX_ENV_STEPS $(SWEEP_BUDGET) \
-                   -p LR $(SWEEP_LR) -p EVAL_SPLIT valid -p EVAL_N 40 -p EVAL_EVERY 5 \
-                   -p FINAL_EVAL_SPLIT $(SWEEP_FINAL_SPLIT) -p FINAL_EVAL_N $(SWEEP_FINAL_N) -p FINAL_EVAL_SAMPLED true \
-                   $(SWEEP_ENV_PARAMS)
+# Experiment sweeps: notebooks/04_training.ipynb over algorithm x variant x seed on a protocol preset
+# (PROTOCOL: alfworld-40k or webshop-7k in rspo_kit/train/config.py: the committed warm start, the
+# env-step budget, learning rate, episode cap and evaluations of results/). First the preset's
+# starting policy gets the cells' final evaluation in $(SWEEP_OUT)/warmstart_run, the reference of
+# `python -m rspo_kit.experiments.report $(SWEEP_OUT) --reference $(SWEEP_OUT)/warmstart_run`.
+# Resumable: rerun and finished cells are skipped. The full grid is days on a 2-core CPU; a smaller one:
+#   make sweep PROTOCOL=webshop-7k SWEEP_GRID='{"algo.name": ["gigpo"], "variant": ["rspo", "control"], "train.seed": [0]}'
+# SWEEP_ARGS passes more options (--fresh, -p algo.lr 1e-4, ...); docs/experiments.md says more.
+PROTOCOL      ?= alfworld-40k
+SWEEP_GRID    ?= {"algo.name": ["grpo", "ppo", "gigpo"], "variant": ["plain", "rspo", "control", "process", "mix"], "train.seed": [0, 1, 2]}
+SWEEP_OUT     ?= runs/sweeps/$(PROTOCOL)
+SWEEP_WORKERS ?= 2
+SWEEP_ARGS    ?=
 sweep: setup kernel
-	rm -rf $(SWEEP_OUT)/warmstart_run
-	$(PY) -m rspo_kit.train --preset tiny --env $(SWEEP_ENV) train.iterations=0 train.eval_n=0 \
-	  $(if $(SWEEP_WARMSTART),--warmstart-from $(SWEEP_WARMSTART)) \
-	  policy.sft_updates=$(SWEEP_SFT_UPDATES) env.max_steps=$(SWEEP_MAX_STEPS) train.run_dir=$(SWEEP_OUT)/warmstart_run \
-	  train.final_eval_split=$(SWEEP_FINAL_SPLIT) train.final_eval_n=$(SWEEP_FINAL_N) train.final_eval_sampled=true
-	$(PY) -m rspo_kit.experiments.sweep notebooks/04_training.ipynb --grid '$(SWEEP_GRID)' \
-	  --out $(SWEEP_OUT) --workers $(SWEEP_WORKERS) $(SWEEP_FRESH) $(SWEEP_PARAMS) -p ENV $(SWEEP_ENV) \
-	  -p SFT_UPDATES $(SWEEP_SFT_UPDATES) -p MAX_STEPS $(SWEEP_MAX_STEPS)
+	$(PY) -m rspo_kit.experiments.sweep notebooks/04_training.ipynb --preset $(PROTOCOL) --reference-run \
+	  --grid '$(SWEEP_GRID)' --out $(SWEEP_OUT) --workers $(SWEEP_WORKERS) $(SWEEP_ARGS)
 
 test: setup kernel
 	$(PY) -m pytest
