@@ -941,3 +941,177 @@ def test_report_names_the_policies_the_cells_started_from(tmp_path, capsys):
         line
         == "Starting policies (weights digest, start.json): 6 cells from aaaaaaaaaaaa; the reference from cccccccccccc."
     )
+
+
+# ------------------------------------------------------------------------- config fields in a sweep
+TRAINING_PARAMETERS = """\
+PRESET = "tiny"
+VARIANT = "rspo"
+SEED = 0
+THREADS = None
+RUN_DIR = ""
+OVERRIDES = {}
+"""
+
+TRAINING_BODY = """\
+import os
+from rspo_kit.records import record
+record({"preset": PRESET, "variant": VARIANT, "seed": SEED, "overrides": OVERRIDES, "threads": THREADS,
+        "omp": os.environ.get("OMP_NUM_THREADS"), "final_success": 0.1 * SEED + OVERRIDES.get("algo.lr", 0)},
+       RUN_DIR or None)
+"""
+
+
+def test_a_grid_of_config_fields_reaches_the_notebook_as_overrides(tmp_path, capsys):
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell(TRAINING_PARAMETERS)
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(TRAINING_BODY)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "training.ipynb")
+    out = tmp_path / "sweep"
+    cmd = [sys.executable, "-m", "rspo_kit.experiments.sweep", str(tmp_path / "training.ipynb")]
+    cmd += ["--preset", "alfworld-40k", "--out", str(out), "-p", "swap.sync_every", "2"]
+    grid = {"algo.lr": [1e-4], "variant": ["plain", "rspo"], "seed": [1]}
+    done = subprocess.run([*cmd, "--grid", json.dumps(grid)], capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    recorded = read_results(out / "algo.lr=0.0001__variant=rspo__seed=1.ipynb")
+    assert (recorded["preset"], recorded["variant"], recorded["seed"]) == ("alfworld-40k", "rspo", 1)
+    assert recorded["overrides"] == {"swap.sync_every": 2, "algo.lr": 1e-4}  # fixed ones, then the grid's
+    assert recorded["threads"] == int(recorded["omp"]) == 1  # the protocol's one torch thread
+    # read back under config names: the shorthand seed is train.seed
+    table = aggregate(out)
+    assert list(table["variant"]) == ["plain", "rspo"] and list(table["train.seed"]) == [1, 1]
+
+    # a mistyped config field fails before any cell runs, naming it
+    bad = [*cmd, "--grid", '{"algo.lrr": [1]}']
+    done = subprocess.run(bad, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 2 and "'algo.lrr' is not a config field" in done.stderr
+    with pytest.raises(SystemExit):  # an unknown preset, before any cell runs
+        sweep_module.main([str(tmp_path / "training.ipynb"), "--grid", "{}", "--out", "x", "--preset", "no"])
+    assert "is not a preset; choose one of alfworld-40k" in capsys.readouterr().err
+
+
+def test_config_fields_need_a_notebook_that_takes_overrides(tiny_notebook, tmp_path):
+    with pytest.raises(ValueError, match="OVERRIDES parameter"):
+        run_sweep(tiny_notebook, {"algo.lr": [1e-4]}, tmp_path / "out", log=None)
+    assert sweep_module.notebook_parameters({"PRESET": "tiny", "algo": "ppo", "OVERRIDES": {"a.b": 1}}) == {
+        "PRESET": "tiny",
+        "ALGO": "ppo",
+        "OVERRIDES": {"a.b": 1},
+    }
+
+
+def _archive(out: Path, keys: list[str], cells: dict[str, dict], results: dict[str, dict]) -> Path:
+    """A committed archive: sweep.json and each finished cell's results.json, no notebooks."""
+    out.mkdir(parents=True)
+    (out / "sweep.json").write_text(json.dumps({"keys": keys, "cells": cells, "parameters": {"THREADS": 1}}))
+    for name, values in results.items():
+        (out / name).mkdir()
+        (out / name / "results.json").write_text(json.dumps(values))
+    return out
+
+
+def test_archives_named_by_notebook_parameters_read_in_the_config_columns(tmp_path, capsys):
+    from rspo_kit.experiments.report import main as report_main
+
+    # cells of a grid of notebook 04's UPPERCASE parameters: SWAP=false is plain, true is RSPO
+    old = {
+        f"ALGO=gigpo__SWAP={v}__SEED=0": {"ALGO": "gigpo", "SWAP": swap, "SEED": 0}
+        for v, swap in (("false", False), ("true", True), ("control", "control"))
+    }
+    scores = {"false": 0.2, "true": 0.3, "control": 0.25}
+    results = {n: {"final_eval_success": scores[n.split("SWAP=")[1].split("__")[0]]} for n in old}
+    first = _archive(tmp_path / "old", ["ALGO", "SWAP", "SEED"], old, results)
+    # and a sweep of config fields, seed 1
+    new = {
+        f"algo.name=gigpo__variant={v}__train.seed=1": {"algo.name": "gigpo", "variant": v, "train.seed": 1}
+        for v in ("plain", "rspo", "control")
+    }
+    more = {n: {"final_eval_success": 0.1 + scores[s]} for n, s in zip(new, scores, strict=True)}
+    second = _archive(tmp_path / "new", ["algo.name", "variant", "train.seed"], new, more)
+    manifest, rows = sweep_module.load_sweep(first)
+    assert manifest["keys"] == ["algo.name", "variant", "train.seed"]
+    assert [(r["algo.name"], r["variant"], r["train.seed"]) for r in rows] == [
+        ("gigpo", "plain", 0),
+        ("gigpo", "rspo", 0),
+        ("gigpo", "control", 0),
+    ]
+    # pooled, one seed from each: the same groups
+    pairs = ["--paired", "variant=rspo,plain", "--paired", "SWAP=true,false"]
+    assert report_main([str(first), str(second), "--metrics", "final_eval_success", *pairs]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| variant | seeds | final_eval_success |"
+    assert lines[2:5] == [
+        "| plain | 0, 1 | 20.0 / 30.0 → 25.0 [-38.5, 88.5] |",
+        "| rspo | 0, 1 | 30.0 / 40.0 → 35.0 [-28.5, 98.5] |",
+        "| control | 0, 1 | 25.0 / 35.0 → 30.0 [-33.5, 93.5] |",
+    ]
+    paired = lines[lines.index("Paired by seed:") + 4 :][:2]  # the two names of one pair, one result
+    assert paired == ["| variant=rspo − variant=plain | 0, 1 | +10.0 / +10.0 → +10.0 [+10.0, +10.0] |"] * 2
+
+
+# ----------------------------------------------------------------------------------------- protocols
+def test_protocol_presets_fix_their_env_and_start_from_the_committed_warm_start():
+    from rspo_kit.paths import repository_path
+    from rspo_kit.train.config import preset
+    from rspo_kit.train.setup import warmstart_recipe
+
+    cfg = preset("alfworld-40k", algo="grpo", swap="rspo", seed=1)
+    assert (cfg.env.name, cfg.algo.name, cfg.swap.mode, cfg.train.seed) == ("alfworld", "grpo", "rspo", 1)
+    assert (cfg.algo.lr, cfg.env.max_steps, cfg.train.max_env_steps, cfg.policy.sft_updates) == (
+        3e-5,
+        30,
+        40_000,
+        1536,
+    )
+    assert (cfg.train.eval_split, cfg.train.eval_n, cfg.train.eval_every) == ("valid", 40, 5)
+    assert cfg.train.final_eval_splits == ("eval", "eval_unseen") and cfg.train.final_eval_n == 120
+    webshop = preset("webshop-7k")
+    assert (webshop.env.name, webshop.algo.lr, webshop.env.max_steps) == ("webshop", 1e-4, 15)
+    assert (webshop.reward.outcome_mode, webshop.swap.replay_filter) == ("score", "outcome_above_mean")
+    assert webshop.train.max_env_steps == 7_000 and webshop.policy.sft_updates == 1284
+    with pytest.raises(ValueError, match="fixes its env to 'alfworld'"):
+        preset("alfworld-40k", env="webshop")
+    assert preset("alfworld-40k", env="alfworld").env.name == "alfworld"
+    assert (preset("tiny").env.name, preset("tiny", env="webshop").env.name) == ("alfworld", "webshop")
+    # the committed warm start was built by the protocol's own recipe: installing it never fails on that
+    for name in ("alfworld-40k", "webshop-7k"):
+        cfg = preset(name)
+        folder = repository_path(cfg.policy.warmstart_from)
+        assert (folder / "config.json").is_file() and not Path(cfg.policy.warmstart_from).is_absolute()
+        assert json.loads((folder.parent / "recipe.json").read_text()) == warmstart_recipe(cfg)
+
+
+def test_a_run_with_warmstart_from_starts_from_those_weights(tmp_path, monkeypatch):
+    import torch
+
+    import rspo_kit.paths as paths_module
+    import rspo_kit.train.setup as setup_module
+    from rspo_kit.policy.models import weights_digest
+    from rspo_kit.policy.rollout import Policy
+    from rspo_kit.policy.sft import save_policy
+    from rspo_kit.train.config import preset
+
+    monkeypatch.setattr(setup_module, "cache_dir", lambda: tmp_path / "cache")
+    monkeypatch.setenv("RSPO_KIT_DATA", str(paths_module.data_dir()))
+    monkeypatch.setattr(paths_module, "_CHECKOUT_DIR", tmp_path / "repo")  # relative paths start here
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "pyproject.toml").touch()
+    cfg = preset("smoke", env="dial", policy__warmstart=True, policy__sft_updates=2)
+    policy = Policy.load(cfg.policy.preset, seed=0)  # weights no SFT here would build
+    with torch.no_grad():
+        next(policy.model.parameters()).add_(0.5)
+    save_policy(policy, tmp_path / "repo" / "saved" / "policy")
+    expected = weights_digest(policy.model)
+
+    cfg.override("policy.warmstart_from", "saved/policy")
+    started, report = setup_module.initial_policy(cfg, progress_bar=False)
+    assert weights_digest(started.model) == expected  # no SFT: the saved weights, installed
+    assert report["cached"] is True and report["installed_from"] == "saved/policy"
+    assert (tmp_path / "cache" / "warmstart").is_dir() and not list((tmp_path / "cache").rglob("*.partial*"))
+    again, _ = setup_module.initial_policy(cfg, progress_bar=False)  # held already: the same weights
+    assert weights_digest(again.model) == expected
+    cfg.override("policy.warmstart_from", "nowhere/policy")
+    with pytest.raises(FileNotFoundError, match="not a saved policy folder"):
+        setup_module.initial_policy(cfg, progress_bar=False)
