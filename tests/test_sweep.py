@@ -1115,3 +1115,18 @@ def test_a_run_with_warmstart_from_starts_from_those_weights(tmp_path, monkeypat
     cfg.override("policy.warmstart_from", "nowhere/policy")
     with pytest.raises(FileNotFoundError, match="not a saved policy folder"):
         setup_module.initial_policy(cfg, progress_bar=False)
+
+
+def test_the_reference_run_evaluates_the_starting_policy_once(tmp_path):
+    from rspo_kit.records import load_episodes
+
+    fixed = {"PRESET": "smoke", "THREADS": 1, "train.final_eval_split": "eval", "train.final_eval_n": 2}
+    run = sweep_module.reference_run("smoke", tmp_path, fixed, log=None)
+    assert run == tmp_path / sweep_module.REFERENCE_RUN
+    episodes = load_episodes(run)
+    assert set(episodes["evaluation"]) == {"final/eval"} and len(episodes) == 2
+    config = json.loads((run / "config.json").read_text())
+    assert config["train"]["iterations"] == 0 and config["train"]["final_eval_n"] == 2
+    written = (run / "final_episodes.parquet").stat().st_mtime_ns
+    sweep_module.reference_run("smoke", tmp_path, fixed, log=None)  # a sweep run again: kept as it is
+    assert (run / "final_episodes.parquet").stat().st_mtime_ns == written
