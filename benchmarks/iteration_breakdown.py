@@ -88,6 +88,7 @@ def run_cell(args) -> dict:
     import torch
 
     from rspo_kit.train.config import preset
+    from rspo_kit.train.setup import initial_policy
     from rspo_kit.train.trainer import Trainer
 
     torch.set_num_threads(args.threads)
@@ -111,7 +112,8 @@ def run_cell(args) -> dict:
             train__run_dir=run_dir,
         )
         counter = TokenCounter()
-        trainer = Trainer(cfg, [counter])
+        policy, _ = initial_policy(cfg, progress_bar=False)
+        trainer = Trainer(cfg, policy, [counter])
         t0 = time.perf_counter()
         result = trainer.run()
         wall = time.perf_counter() - t0

@@ -60,7 +60,7 @@ register_lock()
 
 import rspo_widgets as rw
 from rspo_kit.records import load_turns
-from rspo_kit.train import Trainer, preset
+from rspo_kit.train import Trainer, initial_policy, preset
 from rspo_kit.train.update import batch_advantages
 from rspo_widgets._data import swap_tables
 
@@ -88,7 +88,8 @@ cfg = preset(
 cfg.train.run_dir = {run_dir!r}
 cfg.train.threads = 1
 rec = Recorder()
-trainer = Trainer(cfg, callbacks=[rec])
+policy, _ = initial_policy(cfg, progress_bar=False)
+trainer = Trainer(cfg, policy, callbacks=[rec])
 trainer.run()
 
 

@@ -469,7 +469,7 @@ def test_saved_policy_loads_with_its_mode_and_weights(tiny, tmp_path):
     with torch.no_grad():
         assert torch.allclose(again.model(input_ids=ids).logits, tiny.model(input_ids=ids).logits)
     # the evaluation CLI takes a saved policy folder too (it has an HF config.json, like a run folder)
-    from rspo_kit.policy.evaluate import main as evaluate_main
+    from rspo_kit.evaluate.__main__ import main as evaluate_main
 
     assert evaluate_main(["--policy", str(folder), "--env", "alfworld", "--n", "1", "--max-steps", "2"]) == 0
 

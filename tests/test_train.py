@@ -17,7 +17,7 @@ import torch
 from lock_env import register_lock
 
 from rspo_kit.rewards.signals import RewardModel
-from rspo_kit.train import EVENTS, RunConfig, Trainer, preset, train
+from rspo_kit.train import EVENTS, RunConfig, Trainer, initial_policy, preset, train
 from rspo_kit.train.update import (
     UpdateBatch,
     _backward,
@@ -37,6 +37,12 @@ def _params(trainer: Trainer, role: str) -> list[torch.Tensor]:
 
 def _changed(before, after) -> bool:
     return any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
+
+
+def _trainer(cfg: RunConfig, callbacks=()) -> Trainer:
+    """A Trainer as ``train(cfg)`` builds it: the starting policy first, then the trainer of it."""
+    policy, report = initial_policy(cfg, progress_bar=False)
+    return Trainer(cfg, policy, callbacks, start_report=report)
 
 
 def _smoke(env: str, algo: str, swap, tmp_path: Path, **overrides) -> RunConfig:
@@ -127,7 +133,7 @@ def test_every_algorithm_and_variant_learns_on_the_lock(algo, swap, tmp_path):
                 raise AttributeError(name)
             return lambda event: seen.__setitem__(name, seen[name] + 1)
 
-    trainer = Trainer(cfg, callbacks=[Count()])
+    trainer = _trainer(cfg, callbacks=[Count()])
     actor0 = _params(trainer, "actor")
     result = trainer.run()
     m = result.metrics
@@ -183,7 +189,7 @@ def test_every_algorithm_and_variant_learns_on_the_lock(algo, swap, tmp_path):
 def test_one_iteration_on_each_real_env(env, algo, swap, tmp_path):
     cfg = _smoke(env, algo, swap, tmp_path)
     cfg.train.iterations, cfg.train.eval_n = 1, 1
-    trainer = Trainer(cfg)
+    trainer = _trainer(cfg)
     actor0, explorer0 = _params(trainer, "actor"), _params(trainer, "explorer")
     m = trainer.run().metrics.iloc[-1]
     assert all(math.isfinite(v) for k, v in m.items() if "loss/" in k), m
@@ -207,7 +213,7 @@ def test_process_rewards_never_reach_the_actor_but_drive_the_explorer(tmp_path):
         def on_update_end(self, event):
             captured["batch"] = event.data["batch"]
 
-    trainer = Trainer(cfg, callbacks=[Capture()])
+    trainer = _trainer(cfg, callbacks=[Capture()])
     trainer.run()
     batch = captured["batch"]
     assert any(batch.offpolicy), "the mixed group should hold replayed explorer trajectories"
@@ -236,7 +242,7 @@ def test_ppo_critics_start_from_the_runs_seed(tmp_path):
         torch.manual_seed(100 + k)  # a different global state before each build
         cfg = _smoke("dial", "ppo", True, tmp_path / str(k))
         cfg.train.seed = seed
-        trainer = Trainer(cfg)
+        trainer = _trainer(cfg)
         heads.append({r: _params_of(trainer._learner(r).value_head) for r in ("actor", "explorer")})
     assert not any(_changed(heads[0][r], heads[1][r]) for r in ("actor", "explorer"))
     assert _changed(heads[0]["actor"], heads[2]["actor"])
@@ -257,7 +263,7 @@ def _captured_batch(tmp_path, algo):
         def on_update_end(self, event):
             captured["batch"] = event.data["batch"]
 
-    trainer = Trainer(cfg, callbacks=[Capture()])
+    trainer = _trainer(cfg, callbacks=[Capture()])
     trainer.run()
     return cfg, trainer._learner("actor"), captured["batch"]
 
@@ -292,6 +298,7 @@ def test_microbatched_backward_accumulates_the_one_pass_gradient(algo, tmp_path)
 def test_microbatch_size_changes_neither_gradient_nor_metrics(tmp_path):
     """With the entropy bonus and a KL to a (perturbed) reference, passes of 1, 4 or all steps agree."""
     import copy
+    from contextlib import nullcontext
 
     cfg, actor, batch = _captured_batch(tmp_path, "gigpo")
     cfg.algo.entropy_coef, cfg.algo.kl_coef = 0.01, 0.1
@@ -305,7 +312,7 @@ def test_microbatch_size_changes_neither_gradient_nor_metrics(tmp_path):
     results = []
     for size in (len(sel), 4, 1):
         cfg.algo.microbatch_steps = size
-        metrics, _, _ = _backward(actor, flat, adv, sel, *units, cfg.algo, 1.0, ref)
+        metrics, _, _ = _backward(actor, flat, adv, sel, *units, cfg.algo, 1.0, lambda: nullcontext(ref))
         results.append((metrics, _grads(actor)))
     (m_one, g_one), *others = results
     assert m_one["loss/kl_ref"] > 0 and m_one["loss/entropy"] > 0
@@ -316,6 +323,35 @@ def test_microbatch_size_changes_neither_gradient_nor_metrics(tmp_path):
         for a, b in zip(g_one, grads, strict=True):
             if a is not None:
                 torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-7)
+
+
+# ------------------------------------------------------------------------ KL to the reference
+@pytest.mark.parametrize("lora", [False, True])
+def test_a_positive_kl_coef_changes_the_update(lora, tmp_path):
+    """``algo.kl_coef`` reaches the update: LoRA's base without adapters, or a frozen copy of the start."""
+    runs = {}
+    for kl in (0.0, 0.5):
+        cfg = _smoke("dial", "ppo", "plain", tmp_path / f"kl{kl}", algo__kl_coef=kl, algo__minibatch_steps=2)
+        cfg.policy.lora, cfg.policy.lora_rank = lora, 4
+        trainer = _trainer(cfg)
+        # the frozen third model copy exists only where a KL penalty reads it (LoRA needs none)
+        assert (trainer.pair._reference is not None) == (kl > 0 and not lora)
+        runs[kl] = (trainer.run().metrics, _params(trainer, "actor"))
+    (plain, before), (penalised, after) = runs[0.0], runs[0.5]
+    assert "loss/kl_ref" not in plain and (penalised["loss/kl_ref"].iloc[1:] > 0).all()
+    # the same seed and the same first rollout: only the penalty tells the two updates apart
+    assert plain["rollout/success"].iloc[1] == penalised["rollout/success"].iloc[1]
+    assert _changed(before, after)
+
+
+def test_an_update_with_a_kl_coef_and_no_reference_is_an_error(tmp_path):
+    from dataclasses import replace
+
+    from rspo_kit.train.update import update
+
+    cfg, actor, batch = _captured_batch(tmp_path, "grpo")
+    with pytest.raises(ValueError, match=r"algo.kl_coef = 0.1 needs the reference policy"):
+        update(actor, batch, replace(cfg.algo, kl_coef=0.1), cfg.swap)
 
 
 # ---------------------------------------------------------------------------------- resume
@@ -403,7 +439,7 @@ def test_a_run_dir_with_a_checkpoint_of_the_same_run_is_continued(tmp_path):
 def test_non_finite_rewards_stop_the_run_and_name_the_last_checkpoint(tmp_path, monkeypatch):
     cfg = _smoke("dial", "grpo", "plain", tmp_path)
     cfg.train.iterations = 3
-    trainer = Trainer(cfg)
+    trainer = _trainer(cfg)
     calls = {"n": 0}
     original = trainer.rewards.batch_rewards
 
@@ -422,12 +458,17 @@ def test_non_finite_rewards_stop_the_run_and_name_the_last_checkpoint(tmp_path, 
 
 def test_a_learned_prm_drives_the_explorer(tmp_path):
     """Fit a PRM on logged lock episodes, save it, and train RSPO with it as the process reward."""
+    from rspo_kit.envs import list_tasks
     from rspo_kit.envs.batch import BatchRunner
+    from rspo_kit.policy.rollout import RolloutConfig, rollout
     from rspo_kit.rewards.learned import PRMConfig, fit_prm
 
-    first = Trainer(_smoke("dial", "grpo", "plain", tmp_path))
+    first = _smoke("dial", "grpo", "plain", tmp_path)
+    policy, _ = initial_policy(first, progress_bar=False)
+    rcfg = RolloutConfig(8, first.policy.temperature, max_new_tokens=first.policy.max_new_tokens)
     with BatchRunner("dial", n_workers=0) as runner:
-        logged = first._rollout(runner, "actor", first.pool, 8, 1)
+        tasks = list_tasks("dial", split="train", n=first.env.train_tasks)
+        logged = rollout(policy, runner, tasks, rcfg, iteration=1, seed=0)
     prm = fit_prm(logged, PRMConfig(epochs=50))
     prm.save(tmp_path / "prm")
     cfg = _smoke("dial", "grpo", True, tmp_path, reward__process="learned", reward__prm=str(tmp_path / "prm"))
@@ -512,7 +553,7 @@ def test_a_run_of_no_iterations_gives_its_starting_policy_every_final_evaluation
 def test_unknown_evaluation_splits_fail_before_training(tmp_path):
     cfg = _smoke("alfworld", "grpo", "plain", tmp_path, train__final_eval_split="eval,test")
     with pytest.raises(ValueError, match=r"train\.final_eval_split: .*'test'"):
-        Trainer(cfg)
+        train(cfg)
     assert not (Path(cfg.train.run_dir) / "metrics.jsonl").exists()
     # a registered env that has no tasks in a split
     from lock_env import CombinationLock, lock_tasks
@@ -527,7 +568,7 @@ def test_unknown_evaluation_splits_fail_before_training(tmp_path):
     )
     cfg = _smoke("dial_no_unseen", "grpo", "plain", tmp_path, train__final_eval_split="eval_unseen")
     with pytest.raises(ValueError, match="dial_no_unseen has no tasks in split 'eval_unseen'"):
-        Trainer(cfg)
+        train(cfg)
 
 
 def test_iteration_time_is_split_into_parts(tmp_path):
@@ -549,18 +590,18 @@ def test_tuning_on_valid_refuses_train_tasks_that_overlap_it(tmp_path):
     cfg = _smoke("dial", "grpo", "plain", tmp_path, train__eval_split="valid")
     assert cfg.env.train_tasks == 8
     with pytest.raises(ValueError, match=r"env.train_tasks=8 overlaps the valid split .* at most 7"):
-        Trainer(cfg)
+        train(cfg)
     cfg.env.train_tasks = 7
     m = train(cfg).metrics
     assert m["eval/success"].notna().all()
 
 
 def test_a_runs_trained_actor_loads_read_only_and_evaluates_from_the_cli(tmp_path, capsys):
-    from rspo_kit.policy.evaluate import main as evaluate_main
+    from rspo_kit.evaluate.__main__ import main as evaluate_main
     from rspo_kit.train.trainer import trained_actor
 
     cfg = _smoke("dial", "grpo", "plain", tmp_path, train__iterations=2)
-    trainer = Trainer(cfg)
+    trainer = _trainer(cfg)
     start = _params(trainer, "actor")
     trainer.run()
     run_dir = Path(cfg.train.run_dir)
@@ -578,6 +619,45 @@ def test_a_runs_trained_actor_loads_read_only_and_evaluates_from_the_cli(tmp_pat
     assert "episodes" not in shown and len(episodes) == 3 and episodes["won"].mean() == shown["success"]
     with pytest.raises(FileNotFoundError, match="not a training run"):
         trained_actor(tmp_path)
+
+
+def test_the_policy_evaluation_does_not_import_the_trainer():
+    """The library function sits below the trainer; the CLI that loads a run's actor is above both."""
+    code = "import sys, rspo_kit.policy.evaluate; print([m for m in sys.modules if m.startswith('rspo_kit.train')])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    help_text = subprocess.run(
+        [sys.executable, "-m", "rspo_kit.evaluate", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "--policy" in help_text and "--episodes" in help_text
+
+
+def test_the_trainer_trains_the_policy_it_is_given_and_builds_no_warm_start(tmp_path, monkeypatch):
+    """The warm start happens before the Trainer (``train`` builds it); neither the Trainer nor
+    ``trained_actor`` builds or installs one, even for a configuration that warm-starts."""
+    import rspo_kit.policy.sft as sft_module
+    import rspo_kit.train.setup as setup_module
+    import rspo_kit.train.trainer as trainer_module
+    from rspo_kit.policy.models import weights_digest
+    from rspo_kit.policy.rollout import Policy
+    from rspo_kit.records import read_start
+    from rspo_kit.train.trainer import trained_actor
+
+    def no_warm_start(*args, **kwargs):
+        raise AssertionError("a warm start was built")
+
+    monkeypatch.setattr(trainer_module, "initial_policy", no_warm_start)
+    monkeypatch.setattr(setup_module, "initial_policy", no_warm_start)
+    monkeypatch.setattr(sft_module, "warm_start", no_warm_start)
+    cfg = _smoke("dial", "grpo", "plain", tmp_path, policy__warmstart=True, train__iterations=1)
+    policy = Policy.load(cfg.policy.preset, seed=7)  # not the seed-0 preset the config would build
+    digest = weights_digest(policy.model)
+    trainer = Trainer(cfg, policy, start_report={"warmstart": "given"})
+    assert trainer.pair.policy("actor").model is policy.model  # trained in place: it is the actor
+    trainer.run()
+    assert read_start(cfg.train.run_dir) == {"warmstart": "given", "weights_sha256": digest}
+    actor = trained_actor(cfg.train.run_dir)
+    assert not _changed(_params(trainer, "actor"), [p.detach() for p in actor.model.parameters()])
 
 
 def test_a_run_records_the_digest_of_the_policy_it_started_from_once(tmp_path):

@@ -20,7 +20,7 @@ import rspo_widgets
 from rspo_kit.records import load_turns
 from rspo_kit.rewards import diagnose
 from rspo_kit.rewards.signals import RewardModel
-from rspo_kit.train import Trainer, preset
+from rspo_kit.train import Trainer, initial_policy, preset, train
 from rspo_kit.train.trainer import Event
 from rspo_kit.train.update import UpdateBatch, batch_advantages
 from rspo_widgets import (
@@ -63,7 +63,8 @@ def run(tmp_path_factory):
     cfg.train.run_dir = str(tmp_path_factory.mktemp("widgets") / "run")
     cfg.train.threads = 1
     recorder, dashboard = Recorder(), TrainingDashboard()
-    trainer = Trainer(cfg, callbacks=[recorder, dashboard])
+    policy, _ = initial_policy(cfg, progress_bar=False)
+    trainer = Trainer(cfg, policy, callbacks=[recorder, dashboard])
     trainer.run()
     return {
         "cfg": cfg,
@@ -479,7 +480,7 @@ def test_advantage_heatmap_shows_ppos_own_advantages_and_recomputes_under_anothe
     cfg = preset("smoke", env="dial", algo="ppo", swap=False, seed=0)
     cfg.train.run_dir, cfg.train.threads, cfg.train.iterations = str(tmp_path / "ppo"), 1, 1
     recorder = Recorder()
-    Trainer(cfg, callbacks=[recorder]).run()
+    train(cfg, callbacks=[recorder])
     batch = recorder.of("on_update_end")[0].data["batch"]
     own = AdvantageHeatmap(batch, cfg.algo).frame["advantage"].tolist()
     assert own == batch.advantages.tolist()

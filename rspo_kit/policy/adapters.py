@@ -1,9 +1,10 @@
 """Actor and explorer: the two policies RSPO keeps, and the frozen reference for KL.
 
 Pretrained models carry two named LoRA adapters, ``actor`` and ``explorer``, on one base model (peft);
-``disable_adapter()`` gives the frozen base as the reference. Tiny scratch models are fully fine-tuned,
-so the explorer is a second copy and the reference a third, frozen one. Either way
-``sync_explorer()`` (B <- A, step 2 of DESIGN.md section 1) is one call.
+``disable_adapter()`` gives the frozen base as the reference, at no cost. Tiny scratch models are fully
+fine-tuned, so the explorer is a second copy and the reference a third, frozen one, kept only when asked
+for (``reference=True``: a KL penalty needs it). Either way ``sync_explorer()`` (B <- A, step 2 of
+DESIGN.md section 1) is one call.
 """
 
 from __future__ import annotations
@@ -25,8 +26,16 @@ class ActorExplorer:
     """``pair.policy("actor")`` / ``pair.policy("explorer")``; ``with pair.reference():`` for KL."""
 
     def __init__(
-        self, base: Policy, lora: bool = False, rank: int = 16, alpha: int = 32, dropout: float = 0.0
+        self,
+        base: Policy,
+        lora: bool = False,
+        rank: int = 16,
+        alpha: int = 32,
+        dropout: float = 0.0,
+        reference: bool = True,
     ):
+        """``base`` becomes the actor (trained in place). ``reference=False`` skips the frozen copy of
+        full fine-tuning (a third model) where no KL penalty reads it; LoRA's reference is always there."""
         self.lora = lora
         if lora:
             from peft import LoraConfig, get_peft_model
@@ -44,7 +53,8 @@ class ActorExplorer:
             self._reference = None
         else:
             self._models = {"actor": base.model, "explorer": copy.deepcopy(base.model)}
-            self._reference = copy.deepcopy(base.model).requires_grad_(False).eval()
+            frozen = copy.deepcopy(base.model).requires_grad_(False).eval() if reference else None
+            self._reference = frozen
         self._base = base
         self.sync_explorer()
 
@@ -75,9 +85,15 @@ class ActorExplorer:
 
     @contextmanager
     def reference(self) -> Iterator[Policy]:
-        """The frozen reference policy (the base model), for KL penalties."""
+        """The frozen reference policy (the starting model), for KL penalties.
+
+        With LoRA the adapters are off only inside the ``with`` block: open it around the reference's
+        own forward passes, not around the actor's.
+        """
         if self.lora:
             with self._models["actor"].disable_adapter():
                 yield replace(self._base, model=self._models["actor"])
+        elif self._reference is None:
+            raise RuntimeError("this ActorExplorer keeps no reference copy: build it with reference=True")
         else:
             yield replace(self._base, model=self._reference)

@@ -1,17 +1,18 @@
 """Evaluate a policy on a fixed task list: success (and score) with 95% intervals, per task type, pass@k,
-and every episode's outcome (``EvalResult.episodes``), so two policies can be compared task by task."""
+and every episode's outcome (``EvalResult.episodes``), so two policies can be compared task by task.
+
+From the command line (a preset, a saved policy or a training run's actor): ``python -m rspo_kit.evaluate``.
+"""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from rspo_kit.envs.batch import BatchRunner
 from rspo_kit.envs.registry import list_tasks
 from rspo_kit.policy.rollout import Policy, RolloutConfig, rollout
-from rspo_kit.records.metrics import METRICS_FILE
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -164,65 +165,3 @@ def teacher_forced_accuracy(
             ctx.advance(action, res.obs.text, res.obs.admissible)
     steps = sum(c["steps"] for c in counts.values())
     return {**counts, "overall": sum(c["right"] for c in counts.values()) / max(1, steps)}
-
-
-def main(argv=None) -> int:
-    """``python -m rspo_kit.policy.evaluate --policy runs/x/policy --env alfworld --n 60 [--samples 8]``"""
-    import argparse
-    import json
-
-    ap = argparse.ArgumentParser(description="Evaluate a policy on a fixed split")
-    ap.add_argument(
-        "--policy",
-        required=True,
-        help="preset name, saved policy folder, or a training run's folder (its actor)",
-    )
-    ap.add_argument("--env", default="alfworld")
-    ap.add_argument("--split", default="eval")
-    ap.add_argument("--n", type=int, default=None)
-    ap.add_argument("--samples", type=int, default=1)
-    ap.add_argument("--sampled", action="store_true", help="sample actions (default: greedy)")
-    ap.add_argument("--max-steps", type=int, default=None)
-    ap.add_argument("--engine", default=None)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--episodes", default=None, help="also write every episode's outcome to this CSV file")
-    ap.add_argument("--teacher-forced", action="store_true", help="per-verb accuracy in the teacher's states")
-    ap.add_argument(
-        "--on-policy", action="store_true", help="with --teacher-forced: agreement in the policy's own states"
-    )
-    args = ap.parse_args(argv)
-    folder = Path(args.policy)
-    if (folder / METRICS_FILE).exists() or (folder / "latest").exists():  # a training run: its actor
-        from rspo_kit.train.trainer import trained_actor
-
-        policy = trained_actor(args.policy)
-    else:
-        policy = Policy.load(args.policy)
-    if args.teacher_forced:
-        follow = "policy" if args.on_policy else "teacher"
-        print(
-            json.dumps(teacher_forced_accuracy(policy, args.env, args.split, args.n or 30, follow), indent=1)
-        )
-        return 0
-    result = evaluate(
-        policy,
-        args.env,
-        args.split,
-        args.n,
-        samples=args.samples,
-        greedy=not args.sampled,
-        seed=args.seed,
-        max_steps=args.max_steps,
-        env_kwargs={"engine": args.engine} if args.engine else None,
-    )
-    if args.episodes:
-        import pandas as pd
-
-        Path(args.episodes).parent.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame(result.episodes).to_csv(args.episodes, index=False)
-    print(json.dumps(result.to_dict(episodes=False), indent=1))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

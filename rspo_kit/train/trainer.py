@@ -1,16 +1,23 @@
 """The training loop: base algorithm X, optionally wrapped by RSPO's reward swap (DESIGN.md section 1).
 
-Per iteration k (1-based; row 0 of the metrics is the starting point's evaluation):
+``Trainer.step`` is the recipe of one iteration k (1-based; row 0 of the metrics is the starting
+point's evaluation), each step a named call:
 
 1. actor rollout D_A on N train tasks, G each;
-2. explorer derivation (RSPO only): every ``sync_every`` iterations B <- A, then
-   ``explorer_updates`` X-updates of B on **process** rewards (on D_A right after a sync, else D_B);
+2. explorer derivation (RSPO only, ``rspo_kit.swap.derive_explorer``): every ``sync_every``
+   iterations B <- A with its optimizer moments cleared, then ``explorer_updates`` X-updates of B
+   on **process** rewards (on D_A right after a sync, else D_B);
 3. explorer rollout D_B, ``explorer_group_size`` per task;
-4. the swap: D_B is relabelled with outcome rewards and enters the replay buffer through its filter;
-5. actor update: X on mixed groups (D_A plus M replayed per task), **outcome** rewards only,
-   off-policy weights on replayed steps;
+4. the swap (``rspo_kit.swap.reward_swap``): D_B enters the replay buffer through its filter, each
+   actor group is mixed with M replayed trajectories of its task, and the mixed batch is relabelled
+   with **outcome** rewards only;
+5. actor update: X on the mixed groups (the baselines: on D_A under ``reward.train_on``), with
+   off-policy weights on replayed steps and, where ``algo.kl_coef`` > 0, the KL to the reference;
 6. metrics (``rollout/*``, ``reward/*``, ``adv/*``, ``loss/*``, ``is/*``, ``swap/*``, ``eval/*``,
    ``perf/*``), a per-turn table, periodic evaluation, an atomic checkpoint.
+
+``train(cfg)`` checks the configuration, builds the starting policy (the preset, or its SFT warm
+start: ``rspo_kit.train.setup.initial_policy``) and hands it to ``Trainer(cfg, policy)``.
 
 Events go to callbacks: any object with some of ``on_rollout_end``, ``on_swap``, ``on_update_end``,
 ``on_eval``, ``on_checkpoint`` (each receives an ``Event``). A callback's exception stops the run.
@@ -41,9 +48,10 @@ from rspo_kit.records.metrics import METRICS_FILE
 from rspo_kit.records.start import write_start
 from rspo_kit.rewards.outcome import OutcomeConfig
 from rspo_kit.rewards.signals import RewardModel
-from rspo_kit.swap import ReplayBuffer, mixed_groups, swap_metrics
+from rspo_kit.swap import ReplayBuffer, derive_explorer, reward_swap
+from rspo_kit.timing import timer
 from rspo_kit.train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from rspo_kit.train.config import RunConfig, variant_of
+from rspo_kit.train.config import AlgoConfig, RunConfig, variant_of
 from rspo_kit.train.setup import initial_policy
 from rspo_kit.train.update import Learner, UpdateBatch, update
 
@@ -104,6 +112,18 @@ def _check_splits(cfg: RunConfig) -> None:
                 raise ValueError(f"train.{name}: {cfg.env.name} has no tasks in split {split!r}")
 
 
+def _checked(cfg: RunConfig) -> RunConfig:
+    """``cfg`` validated for a run, before anything is built (a warm start takes minutes): its fields,
+    its evaluation splits, and that tuning on ``valid`` holds out the tasks the run learns from; the
+    process takes its torch threads."""
+    cfg.validate()
+    _check_valid_held_out(cfg)
+    _check_splits(cfg)
+    if cfg.train.threads:
+        torch.set_num_threads(cfg.train.threads)
+    return cfg
+
+
 def _uses_lora(cfg: RunConfig, base: Policy) -> bool:
     """LoRA adapters for pretrained models, full fine-tuning (and copies) for the tiny presets."""
     if cfg.policy.lora is not None:
@@ -127,7 +147,7 @@ def _eval_metrics(prefix: str, res: EvalResult) -> dict[str, float]:
 def trained_actor(run_dir: str | Path) -> Policy:
     """The actor of a training run at its latest checkpoint, e.g. to evaluate it on more tasks.
 
-    Read-only: nothing in ``run_dir`` changes (``python -m rspo_kit.policy.evaluate --policy RUN_DIR``).
+    Read-only: nothing in ``run_dir`` changes (``python -m rspo_kit.evaluate --policy RUN_DIR``).
     """
     run_dir = Path(run_dir)
     folder = latest_checkpoint(run_dir)
@@ -135,10 +155,10 @@ def trained_actor(run_dir: str | Path) -> Policy:
         raise FileNotFoundError(f"{run_dir} is not a training run with a checkpoint (config.json, latest)")
     cfg = RunConfig.from_dict(json.loads((run_dir / "config.json").read_text()))
     # the checkpoint holds every weight of the actor (the whole model; with LoRA the base too), so the
-    # starting policy only gives the architecture and tokenizer: no warm start to rebuild
-    cfg.policy.warmstart = False
-    base, _ = initial_policy(cfg, progress_bar=False)
-    pair = ActorExplorer(base, lora=_uses_lora(cfg, base), rank=cfg.policy.lora_rank)
+    # preset only gives the architecture and tokenizer: no warm start to rebuild or install
+    mode = None if cfg.policy.mode == "preset" else cfg.policy.mode
+    base = Policy.load(cfg.policy.preset, mode=mode, seed=cfg.train.seed)
+    pair = ActorExplorer(base, lora=_uses_lora(cfg, base), rank=cfg.policy.lora_rank, reference=False)
     load_checkpoint(folder, {"actor": pair._models["actor"]}, {})
     return pair.policy("actor")
 
@@ -166,43 +186,44 @@ def _rollout_metrics(prefix: str, trajs: Sequence[Trajectory], rewards: RewardMo
     }
 
 
-class Trainer:
-    """Holds one run's state; ``run()`` executes the remaining iterations. Prefer ``train()``."""
+def _as_explorer(metrics: Mapping[str, float]) -> dict[str, float]:
+    """The explorer's update metrics under its own names: ``explorer/loss/*``, ``perf/explorer_update_*``."""
+    return {
+        f"perf/explorer_{key[5:]}" if key.startswith("perf/") else f"explorer/{key}": v
+        for key, v in metrics.items()
+    }
 
-    def __init__(self, cfg: RunConfig, callbacks: Sequence[Any] = (), run_dir: Path | None = None):
-        self.cfg = cfg.validate()
-        _check_valid_held_out(cfg)
-        _check_splits(cfg)
+
+class Trainer:
+    """One run's state; ``run()`` executes the remaining iterations. Prefer ``train(cfg)``, which builds
+    the starting policy (the warm start) first.
+
+    ``policy`` is the starting policy and becomes the actor: it is trained in place. ``start_report``
+    says where it came from (``initial_policy``'s report); it goes to the run's ``start.json`` with
+    the digest of the starting weights, once (a resumed run keeps its first record).
+    """
+
+    def __init__(
+        self,
+        cfg: RunConfig,
+        policy: Policy,
+        callbacks: Sequence[Any] = (),
+        run_dir: str | Path | None = None,
+        start_report: Mapping[str, Any] | None = None,
+    ):
+        self.cfg = _checked(cfg)
         self.callbacks = list(callbacks)
         self.run_dir = Path(run_dir or cfg.train.run_dir or _default_run_dir(cfg))
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        if cfg.train.threads:
-            torch.set_num_threads(cfg.train.threads)
-        base, self.start_report = initial_policy(cfg, progress_bar=cfg.train.progress_bar)
+        self.start_report = dict(start_report or {})
         if "weights_sha256" not in self.start_report:  # a warm start built now has it already
-            self.start_report["weights_sha256"] = weights_digest(base.model)
-        write_start(self.run_dir, self.start_report)  # a resumed run keeps its first record
-        self.pair = ActorExplorer(base, lora=_uses_lora(cfg, base), rank=cfg.policy.lora_rank)
-        critic = cfg.algo.name == "ppo"
-        a = cfg.algo
-        self.learners = {
-            "actor": Learner.build(
-                self.pair.policy("actor"),
-                self.pair.parameters("actor"),
-                a.lr,
-                critic,
-                a.value_lr,
-                self._seed("critic", "actor"),
-            ),
-            "explorer": Learner.build(
-                self.pair.policy("explorer"),
-                self.pair.parameters("explorer"),
-                cfg.explorer_lr,
-                critic,
-                a.value_lr,
-                self._seed("critic", "explorer"),
-            ),
-        }
+            self.start_report["weights_sha256"] = weights_digest(policy.model)
+        write_start(self.run_dir, self.start_report)
+        # the reference of the KL penalty: LoRA's base with the adapters off, else a frozen copy of the
+        # starting policy, made only where the penalty reads it
+        lora, kl = _uses_lora(cfg, policy), cfg.algo.kl_coef > 0
+        self.pair = ActorExplorer(policy, lora=lora, rank=cfg.policy.lora_rank, reference=kl)
+        self.learners = {role: self._build_learner(role) for role in ("actor", "explorer")}
         if cfg.reward.prm:  # a learned PRM from logged trajectories (python -m rspo_kit.rewards.learned)
             from rspo_kit.rewards.learned import LearnedPRM, register_learned
 
@@ -222,7 +243,15 @@ class Trainer:
         self.env_steps = 0
 
     # ----------------------------------------------------------------------------------- plumbing
-    def _emit(self, name: str, event: Event) -> None:
+    def _build_learner(self, role: str) -> Learner:
+        a = self.cfg.algo
+        lr = a.lr if role == "actor" else self.cfg.explorer_lr
+        critic = a.name == "ppo"
+        seed = self._seed("critic", role)
+        return Learner.build(self.pair.policy(role), self.pair.parameters(role), lr, critic, a.value_lr, seed)
+
+    def _emit(self, name: str, k: int, metrics: Mapping[str, float], **data: Any) -> None:
+        event = Event(name, k, dict(metrics), data)
         for cb in self.callbacks:
             fn = getattr(cb, name, None)
             if fn is not None:
@@ -232,6 +261,12 @@ class Trainer:
         learner = self.learners[role]
         learner.policy = self.pair.policy(role)  # LoRA: makes the role's adapter the active one
         return learner
+
+    def _update(self, role: str, batch: UpdateBatch, algo: AlgoConfig, seed: int) -> dict[str, float]:
+        """One X-update of ``role`` on ``batch`` (``rspo_kit.train.update.update``)."""
+        reference = self.pair.reference if algo.kl_coef > 0 else None
+        cfg = self.cfg
+        return update(self._learner(role), batch, algo, cfg.swap, cfg.policy.temperature, seed, reference)
 
     def _modules(self) -> dict[str, torch.nn.Module]:
         mods: dict[str, torch.nn.Module] = {"actor": self.pair._models["actor"]}
@@ -253,7 +288,97 @@ class Trainer:
     def _seed(self, *parts: Any) -> int:
         return random.Random(":".join(map(str, (self.cfg.train.seed, *parts)))).getrandbits(31)
 
-    # ------------------------------------------------------------------------------------- phases
+    # ------------------------------------------------------------------------------------ the recipe
+    def step(self, runner: BatchRunner) -> dict[str, float]:
+        """One iteration (DESIGN.md section 1); returns its metrics row."""
+        cfg, k = self.cfg, self.iteration + 1
+        row: dict[str, float] = {"iteration": k}
+        with timer(row, "perf/iteration_s"):
+            tasks = random.Random(self._seed("tasks", k)).sample(self.pool, cfg.env.tasks_per_iteration)
+            actor = self._rollout(runner, "actor", tasks, k, row)  # 1. D_A
+            explorer: list[Trajectory] = []
+            if cfg.swap.enabled:
+                with timer(row, "perf/explorer_update_s"):
+                    row |= self._derive_explorer(k, actor)  # 2. B <- A when due, X on process rewards
+                explorer = self.explorer_batch = self._rollout(runner, "explorer", tasks, k, row)  # 3. D_B
+                batch = self._swap(k, actor, explorer, row)  # 4. admit D_B, mix groups, outcome only
+            else:  # the baselines: X on D_A under the configured signal (outcome, process or mix)
+                batch = UpdateBatch(actor, self.rewards.batch_rewards(actor, cfg.reward.train_on))
+            with timer(row, "perf/update_s"):
+                row |= self._update("actor", batch, cfg.algo, self._seed("actor", k))  # 5. X on outcome
+            self.env_steps += sum(t.env_steps for t in (*actor, *explorer))
+            row["rollout/cumulative_env_steps"] = float(self.env_steps)
+            self._emit("on_update_end", k, row, batch=batch)
+            self._record(k, batch, explorer, row)  # 6. the turn table; evaluation when due
+        self.iteration = k
+        return row
+
+    def _rollout(self, runner, role: str, tasks, k: int, row: dict) -> list[Trajectory]:
+        """Step 1 or 3: ``role``'s episodes on ``tasks``, their metrics, the ``on_rollout_end`` event.
+
+        The rollout's wall time goes in ``row``, split into prompt building, model and env.
+        """
+        cfg = self.cfg
+        actor = role == "actor"
+        group_size = cfg.algo.group_size if actor else cfg.swap.explorer_group_size
+        rcfg = RolloutConfig(
+            group_size=group_size,
+            temperature=cfg.policy.temperature,
+            max_new_tokens=cfg.policy.max_new_tokens,
+        )
+        prefix = "rollout" if actor else "explorer_rollout"
+        clock: dict[str, float] = {}
+        with timer(row, f"perf/{prefix}_s"):
+            policy = self._learner(role).policy
+            seed = 2 * cfg.train.seed + (not actor)
+            trajs = rollout(policy, runner, tasks, rcfg, iteration=k, seed=seed, source=role, timings=clock)
+            row |= {f"perf/{prefix}_{part}_s": seconds for part, seconds in clock.items()}
+        row |= _rollout_metrics(prefix, trajs, self.rewards)
+        self._emit("on_rollout_end", k, row if actor else {}, role=role, trajectories=trajs)
+        return trajs
+
+    def _derive_explorer(self, k: int, actor: list[Trajectory]) -> dict[str, float]:
+        """Step 2 (``rspo_kit.swap.derive_explorer``) with X's update at the explorer's learning rate."""
+        algo = replace(self.cfg.algo, lr=self.cfg.explorer_lr)
+
+        def x_update(trajs: list[Trajectory], rewards: list[list[float]], u: int) -> dict[str, float]:
+            return self._update("explorer", UpdateBatch(trajs, rewards), algo, self._seed("explorer", k, u))
+
+        s, optimizer = self.cfg.swap, self.learners["explorer"].optimizer
+        previous = self.explorer_batch  # D_B of the last iteration: on-policy for B between syncs
+        m = derive_explorer(
+            self.pair, optimizer, k, s.sync_every, s.explorer_updates, actor, previous, self.rewards, x_update
+        )
+        return _as_explorer(m)
+
+    def _swap(self, k: int, actor: list[Trajectory], explorer: list[Trajectory], row: dict) -> UpdateBatch:
+        """Step 4 (``rspo_kit.swap.reward_swap``): the actor's batch, scored by outcome alone."""
+        rng = random.Random(self._seed("replay", k))
+        with timer(row, "perf/swap_s"):
+            ratio, group_size = self.cfg.swap.replay_ratio, self.cfg.algo.group_size
+            swap = reward_swap(actor, explorer, self.buffer, self.rewards, ratio, group_size, rng)
+            row |= swap.metrics
+        data = {"mixed": swap.trajs, "offpolicy": swap.offpolicy, "buffer": self.buffer.items()}
+        self._emit("on_swap", k, swap.metrics, actor=actor, explorer=explorer, **data)
+        return UpdateBatch(swap.trajs, swap.rewards, swap.offpolicy)
+
+    def _record(self, k: int, batch: UpdateBatch, explorer: list[Trajectory], row: dict) -> None:
+        """Step 6: the per-turn table; the evaluation every ``eval_every`` iterations and at the end
+        (the final evaluations too once the last iteration ran or the env-step budget is spent)."""
+        t = self.cfg.train
+        if t.tables:
+            with timer(row, "perf/tables_s"):
+                self._write_table(k, batch, explorer)
+        last = k == t.iterations or self.budget_spent
+        if k % t.eval_every == 0 or last:
+            with timer(row, "perf/eval_s"):
+                row |= self.evaluate() | (self.final_evaluation() if last else {})
+            evaluated = {
+                key: v for key, v in row.items() if key.startswith(("eval/", "final/", "final_sampled/"))
+            }
+            self._emit("on_eval", k, evaluated)
+
+    # -------------------------------------------------------------------------------- evaluation
     def evaluate(
         self, split: str | None = None, prefix: str = "eval", n: int | None = None, greedy: bool = True
     ) -> dict[str, float]:
@@ -306,180 +431,15 @@ class Trainer:
     def _complete_final_evaluation(self) -> None:
         """A finished run resumed with other final splits (or more tasks) evaluates what its last row lacks."""
         last = self.log.rows[-1]
-        t0 = time.perf_counter()
-        added = self.final_evaluation(done=last)
+        clock: dict[str, float] = {}
+        with timer(clock, "perf/final_eval_added_s"):
+            added = self.final_evaluation(done=last)
         if not added:
             return
-        last |= added | {"perf/final_eval_added_s": time.perf_counter() - t0}
+        last |= added | clock
         self.log.rewrite()
         self.checkpoint()
-        self._emit("on_eval", Event("on_eval", self.iteration, dict(added)))
-
-    def _rollout(
-        self, runner, role: str, tasks, group_size: int, k: int, row: dict | None = None
-    ) -> list[Trajectory]:
-        """A rollout of ``role``; its wall time split into prompt building, model and env goes in ``row``."""
-        cfg = self.cfg
-        rcfg = RolloutConfig(
-            group_size=group_size,
-            temperature=cfg.policy.temperature,
-            max_new_tokens=cfg.policy.max_new_tokens,
-        )
-        seed = 2 * cfg.train.seed + (role == "explorer")
-        clock: dict[str, float] = {}
-        trajs = rollout(
-            self._learner(role).policy,
-            runner,
-            tasks,
-            rcfg,
-            iteration=k,
-            seed=seed,
-            source=role,
-            timings=clock,
-        )
-        prefix = "rollout" if role == "actor" else "explorer_rollout"
-        if row is not None:
-            row |= {f"perf/{prefix}_{part}_s": seconds for part, seconds in clock.items()}
-        return trajs
-
-    def _explorer_phase(self, runner, tasks, actor_trajs, k: int, row: dict) -> list[Trajectory]:
-        """RSPO steps 2-3: derive B from A (sync, then dense updates), then B's rollout."""
-        cfg = self.cfg
-        if (k - 1) % cfg.swap.sync_every == 0:
-            self.pair.sync_explorer()
-            explorer = self.learners["explorer"]
-            explorer.optimizer.state.clear()  # B restarts from A: stale moments would pull it back
-            train_on = actor_trajs  # right after a sync D_A is on-policy for B
-        else:
-            train_on = self.explorer_batch
-        t0 = time.perf_counter()
-        algo = replace(cfg.algo, lr=cfg.explorer_lr)
-        for u in range(cfg.swap.explorer_updates):
-            batch = UpdateBatch(train_on, self.rewards.batch_rewards(train_on, "process"))
-            m = update(
-                self._learner("explorer"),
-                batch,
-                algo,
-                cfg.swap,
-                cfg.policy.temperature,
-                self._seed("explorer", k, u),
-            )
-            row |= {
-                f"perf/explorer_{key[5:]}" if key.startswith("perf/") else f"explorer/{key}": v
-                for key, v in m.items()
-            }
-        row["perf/explorer_update_s"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        trajs = self._rollout(runner, "explorer", tasks, cfg.swap.explorer_group_size, k, row)
-        row["perf/explorer_rollout_s"] = time.perf_counter() - t0
-        self.explorer_batch = trajs
-        return trajs
-
-    def step(self, runner: BatchRunner) -> dict[str, float]:
-        """One iteration; returns its metrics row."""
-        cfg, k = self.cfg, self.iteration + 1
-        t_iter = time.perf_counter()
-        row: dict[str, float] = {"iteration": k}
-        tasks = random.Random(self._seed("tasks", k)).sample(self.pool, cfg.env.tasks_per_iteration)
-
-        t0 = time.perf_counter()
-        actor = self._rollout(runner, "actor", tasks, cfg.algo.group_size, k, row)
-        row["perf/rollout_s"] = time.perf_counter() - t0
-        row |= _rollout_metrics("rollout", actor, self.rewards)
-        steps = sum(t.env_steps for t in actor)
-        self._emit(
-            "on_rollout_end", Event("on_rollout_end", k, dict(row), {"role": "actor", "trajectories": actor})
-        )
-
-        explorer: list[Trajectory] = []
-        if cfg.swap.enabled:
-            explorer = self._explorer_phase(runner, tasks, actor, k, row)
-            row |= _rollout_metrics("explorer_rollout", explorer, self.rewards)
-            steps += sum(t.env_steps for t in explorer)
-            self._emit(
-                "on_rollout_end",
-                Event("on_rollout_end", k, {}, {"role": "explorer", "trajectories": explorer}),
-            )
-            t0 = time.perf_counter()
-            outcome = self.rewards.outcome_return
-            actor_outcomes: dict[str, list[float]] = {}
-            for t in actor:
-                actor_outcomes.setdefault(t.task_id, []).append(outcome(t))
-            admitted = self.buffer.add(explorer, outcome, actor_outcomes)  # the swap: outcome labels only
-            mixed, offpolicy = mixed_groups(
-                actor,
-                self.buffer,
-                cfg.swap.replay_ratio,
-                cfg.algo.group_size,
-                random.Random(self._seed("replay", k)),
-            )
-            row |= swap_metrics(
-                actor,
-                explorer,
-                mixed,
-                offpolicy,
-                outcome,
-                lambda t: sum(self.rewards.process_steps(t)),
-                admitted,
-                len(self.buffer),
-            )
-            row["perf/swap_s"] = time.perf_counter() - t0
-            self._emit(
-                "on_swap",
-                Event(
-                    "on_swap",
-                    k,
-                    {key: v for key, v in row.items() if key.startswith("swap/")},
-                    {
-                        "actor": actor,
-                        "explorer": explorer,
-                        "mixed": mixed,
-                        "offpolicy": offpolicy,
-                        "buffer": self.buffer.items(),
-                    },
-                ),
-            )
-            signal = "outcome"  # RSPO: the actor never sees process rewards
-        else:
-            mixed, offpolicy = actor, [False] * len(actor)
-            signal = cfg.reward.train_on
-
-        t0 = time.perf_counter()
-        actor_rewards = self.rewards.batch_rewards(mixed, signal)
-        batch = UpdateBatch(mixed, actor_rewards, offpolicy)
-        row |= update(
-            self._learner("actor"), batch, cfg.algo, cfg.swap, cfg.policy.temperature, self._seed("actor", k)
-        )
-        row["perf/update_s"] = time.perf_counter() - t0
-        self.env_steps += steps
-        row["rollout/cumulative_env_steps"] = float(self.env_steps)
-        self._emit("on_update_end", Event("on_update_end", k, dict(row), {"batch": batch}))
-
-        if cfg.train.tables:
-            t0 = time.perf_counter()
-            self._write_table(k, batch, explorer)
-            row["perf/tables_s"] = time.perf_counter() - t0
-        if k % cfg.train.eval_every == 0 or k == cfg.train.iterations or self.budget_spent:
-            t0 = time.perf_counter()
-            row |= self.evaluate()
-            if k == cfg.train.iterations or self.budget_spent:
-                row |= self.final_evaluation()
-            row["perf/eval_s"] = time.perf_counter() - t0
-            self._emit(
-                "on_eval",
-                Event(
-                    "on_eval",
-                    k,
-                    {
-                        key: v
-                        for key, v in row.items()
-                        if key.startswith(("eval/", "final/", "final_sampled/"))
-                    },
-                ),
-            )
-        row["perf/iteration_s"] = time.perf_counter() - t_iter
-        self.iteration = k
-        return row
+        self._emit("on_eval", self.iteration, added)
 
     def _write_table(self, k: int, batch: UpdateBatch, explorer) -> None:
         # the advantages the update used (PPO's: over its critic's values at the time); the explorer's
@@ -528,7 +488,7 @@ class Trainer:
             state,
             {"replay": self.buffer.items(), "explorer_batch": self.explorer_batch},
         )
-        self._emit("on_checkpoint", Event("on_checkpoint", self.iteration, {}, {"path": path}))
+        self._emit("on_checkpoint", self.iteration, {}, path=path)
         return path
 
     def restore(self, folder: Path) -> None:
@@ -547,13 +507,11 @@ class Trainer:
         (self.run_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
         if self.iteration == 0 and not self.log.rows:
             self.log.rewrite()  # a fresh run: rows a killed run left in this folder are dropped
-            t0 = time.perf_counter()
-            start = {"iteration": 0, "rollout/cumulative_env_steps": 0.0} | self.evaluate()
-            start["perf/eval_s"] = time.perf_counter() - t0
+            start = {"iteration": 0, "rollout/cumulative_env_steps": 0.0}
+            with timer(start, "perf/eval_s"):
+                start |= self.evaluate()
             self.log.log(start)
-            self._emit(
-                "on_eval", Event("on_eval", 0, {k: v for k, v in start.items() if k.startswith("eval/")})
-            )
+            self._emit("on_eval", 0, {k: v for k, v in start.items() if k.startswith("eval/")})
             if cfg.train.iterations == 0:
                 self.checkpoint()
         from tqdm.auto import tqdm
@@ -653,7 +611,7 @@ def train(
     if resume is None:
         if cfg is None:
             raise ValueError("train() needs a RunConfig (or resume=<run_dir>)")
-        return Trainer(cfg, callbacks).run()
+        return _start(cfg, callbacks).run()
     run_dir = Path(resume)
     stored = RunConfig.from_dict(json.loads((run_dir / "config.json").read_text()))
     if cfg is not None:
@@ -662,7 +620,7 @@ def train(
         for name in ("final_eval_split", "final_eval_n", "final_eval_sampled"):
             setattr(stored.train, name, getattr(cfg.train, name))
     stored.train.run_dir = str(run_dir)
-    trainer = Trainer(stored, callbacks, run_dir)
+    trainer = _start(stored, callbacks, run_dir)
     folder = latest_checkpoint(run_dir)
     if folder is not None:
         trainer.restore(folder)
@@ -670,3 +628,11 @@ def train(
         trainer.log.rows = []
         trainer.log.rewrite()
     return trainer.run()
+
+
+def _start(cfg: RunConfig, callbacks: Sequence[Any], run_dir: Path | None = None) -> Trainer:
+    """The configuration checked, its starting policy built (the preset, or its SFT warm start, cached),
+    and the Trainer that trains it. A resumed run builds it too: the reference of a KL penalty is a
+    copy of it, and its checkpoint then replaces the weights that training changed."""
+    policy, report = initial_policy(_checked(cfg), progress_bar=cfg.train.progress_bar)
+    return Trainer(cfg, policy, callbacks, run_dir, start_report=report)

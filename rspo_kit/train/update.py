@@ -8,15 +8,16 @@ The recipe, for actor and explorer alike:
    replayed steps (the ratio's denominator and the truncated-IS numerator);
 3. advantages from the algorithm's pure function (``ADVANTAGES`` registry);
 4. minibatch policy-gradient steps with the clipped surrogate, off-policy weights, entropy bonus,
-   optional KL to the reference, and the critic's clipped value loss (PPO); each minibatch's
-   gradient is accumulated over passes of ``microbatch_steps`` steps of similar length.
+   the KL penalty to the frozen reference (``algo.kl_coef`` > 0), and the critic's clipped value loss
+   (PPO); each minibatch's gradient is accumulated over passes of ``microbatch_steps`` steps of
+   similar length.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 import torch
@@ -37,7 +38,12 @@ from rspo_kit.algos import (
 from rspo_kit.algos.grpo import broadcast_to_steps
 from rspo_kit.policy.rollout import Policy, Trajectory
 from rspo_kit.policy.step_scores import old_unit_logprobs, prompt_states, score_steps, step_tokens
+from rspo_kit.timing import timer
 from rspo_kit.train.config import AlgoConfig, SwapConfig
+
+# opens the frozen reference policy for the KL penalty, e.g. ``ActorExplorer.reference``: with LoRA the
+# base with the adapters off, only while the block runs (so the actor's own passes keep theirs)
+Reference = Callable[[], AbstractContextManager[Policy]]
 
 
 class ValueHead(torch.nn.Module):
@@ -266,17 +272,15 @@ def _prepare(
 
     ``clock``, if given, receives the seconds of the pre-pass (model) and of the rest (bookkeeping).
     """
-    t0 = time.perf_counter()
-    learner.policy.model.eval()  # no dropout in the tiny presets; keeps pre-pass and loss consistent
-    current, values = _prepass(learner, flat, cfg, temperature)
-    t1 = time.perf_counter()
-    adv = ADVANTAGES[cfg.name](flat, cfg, values)
-    if not torch.isfinite(adv.step).all():
-        raise FloatingPointError(f"non-finite advantages in the {cfg.name} update")
-    units = _unit_tensors(flat, current, learner.policy.mode, swap)
-    if clock is not None:
-        clock["perf/update_prepass_s"] = t1 - t0
-        clock["perf/update_advantages_s"] = time.perf_counter() - t1
+    clock = {} if clock is None else clock
+    with timer(clock, "perf/update_prepass_s"):
+        learner.policy.model.eval()  # no dropout in the tiny presets; keeps pre-pass and loss consistent
+        current, values = _prepass(learner, flat, cfg, temperature)
+    with timer(clock, "perf/update_advantages_s"):
+        adv = ADVANTAGES[cfg.name](flat, cfg, values)
+        if not torch.isfinite(adv.step).all():
+            raise FloatingPointError(f"non-finite advantages in the {cfg.name} update")
+        units = _unit_tensors(flat, current, learner.policy.mode, swap)
     return values, adv, units
 
 
@@ -287,37 +291,38 @@ def update(
     offpolicy: SwapConfig | None = None,
     temperature: float = 1.0,
     seed: int = 0,
-    reference: Policy | None = None,
+    reference: Reference | None = None,
 ) -> dict[str, float]:
-    """One X-update of ``learner`` on ``batch``; returns ``loss/*``, ``adv/*`` (and ``is/*``) metrics."""
-    t_flat = time.perf_counter()
-    flat = flatten(batch)
+    """One X-update of ``learner`` on ``batch``; returns ``loss/*``, ``adv/*`` (and ``is/*``) metrics.
+
+    ``reference`` opens the frozen reference policy that ``cfg.kl_coef`` > 0 penalises the KL to
+    (``loss/kl_ref``); with ``kl_coef`` = 0 it is never opened.
+    """
+    if cfg.kl_coef > 0 and reference is None:
+        raise ValueError(f"algo.kl_coef = {cfg.kl_coef} needs the reference policy (update(reference=...))")
+    clock: dict[str, float] = {}
+    with timer(clock, "perf/update_flatten_s"):
+        flat = flatten(batch)
     if not flat.steps:
         return {}
     swap = offpolicy or SwapConfig()
-    t0 = time.perf_counter()
-    clock: dict[str, float] = {}
     values, adv, (old, weights, shaped) = _prepare(learner, flat, cfg, swap, temperature, clock)
     batch.advantages, batch.advantages_cfg = adv.step.detach().clone(), cfg
-    t1 = time.perf_counter()
 
     generator = torch.Generator().manual_seed(seed)
     sums: dict[str, list[float]] = {}
-    for _epoch in range(cfg.epochs):
-        order = torch.randperm(len(flat.steps), generator=generator).tolist()
-        for chunk in _chunks(len(order), cfg.minibatch_steps):
-            sel = [order[j] for j in chunk]
-            m = _minibatch_loss(
-                learner, flat, adv, sel, old, weights, shaped, cfg, temperature, values, reference
-            )
-            for k, v in m.items():
-                sums.setdefault(k, []).append(v)
+    with timer(clock, "perf/update_minibatch_s"):
+        for _epoch in range(cfg.epochs):
+            order = torch.randperm(len(flat.steps), generator=generator).tolist()
+            for chunk in _chunks(len(order), cfg.minibatch_steps):
+                sel = [order[j] for j in chunk]
+                m = _minibatch_loss(
+                    learner, flat, adv, sel, old, weights, shaped, cfg, temperature, values, reference
+                )
+                for k, v in m.items():
+                    sums.setdefault(k, []).append(v)
 
-    metrics = {k: sum(v) / len(v) for k, v in sums.items()}
-    metrics |= clock | {
-        "perf/update_flatten_s": t0 - t_flat,
-        "perf/update_minibatch_s": time.perf_counter() - t1,
-    }
+    metrics = {k: sum(v) / len(v) for k, v in sums.items()} | clock
     metrics |= adv.metrics
     metrics["adv/mean"] = float(adv.step.mean())
     metrics["adv/abs_mean"] = float(adv.step.abs().mean())
@@ -395,10 +400,8 @@ def _backward(learner, flat, adv, sel, old, weights, shaped, cfg, temperature, r
             "loss/entropy": (float(entropy.detach()), share),
         }
         if cfg.kl_coef > 0 and reference is not None:
-            with torch.no_grad():
-                ref = torch.cat(
-                    score_steps(reference, [flat.steps[i] for i in part], temperature).logp
-                ).float()
+            with torch.no_grad(), reference() as frozen:
+                ref = torch.cat(score_steps(frozen, [flat.steps[i] for i in part], temperature).logp).float()
             kl = kl_penalty(logp, ref).mean()
             loss = loss + cfg.kl_coef * kl
             terms["loss/kl_ref"] = (float(kl.detach()), share)

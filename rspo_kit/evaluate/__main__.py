@@ -1,0 +1,77 @@
+"""``python -m rspo_kit.evaluate --policy runs/x --env alfworld --n 60 [--samples 8] [--episodes out.csv]``
+
+Prints the evaluation (success with its 95% interval, per task type, pass@k) as JSON. With
+``--teacher-forced`` it prints the per-verb accuracy in the teacher's states instead
+(``rspo_kit.policy.evaluate.teacher_forced_accuracy``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m rspo_kit.evaluate", description="Evaluate a policy on a fixed split"
+    )
+    ap.add_argument(
+        "--policy",
+        required=True,
+        help="preset name, saved policy folder, or a training run's folder (its actor)",
+    )
+    ap.add_argument("--env", default="alfworld")
+    ap.add_argument("--split", default="eval")
+    ap.add_argument("--n", type=int, default=None)
+    ap.add_argument("--samples", type=int, default=1)
+    ap.add_argument("--sampled", action="store_true", help="sample actions (default: greedy)")
+    ap.add_argument("--max-steps", type=int, default=None)
+    ap.add_argument("--engine", default=None)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--episodes", default=None, help="also write every episode's outcome to this CSV file")
+    ap.add_argument("--teacher-forced", action="store_true", help="per-verb accuracy in the teacher's states")
+    ap.add_argument(
+        "--on-policy", action="store_true", help="with --teacher-forced: agreement in the policy's own states"
+    )
+    args = ap.parse_args(argv)
+
+    from rspo_kit.policy.evaluate import evaluate, teacher_forced_accuracy
+    from rspo_kit.policy.rollout import Policy
+    from rspo_kit.records.metrics import METRICS_FILE
+
+    folder = Path(args.policy)
+    if (folder / METRICS_FILE).exists() or (folder / "latest").exists():  # a training run: its actor
+        from rspo_kit.train.trainer import trained_actor
+
+        policy = trained_actor(args.policy)
+    else:
+        policy = Policy.load(args.policy)
+    if args.teacher_forced:
+        follow = "policy" if args.on_policy else "teacher"
+        print(
+            json.dumps(teacher_forced_accuracy(policy, args.env, args.split, args.n or 30, follow), indent=1)
+        )
+        return 0
+    result = evaluate(
+        policy,
+        args.env,
+        args.split,
+        args.n,
+        samples=args.samples,
+        greedy=not args.sampled,
+        seed=args.seed,
+        max_steps=args.max_steps,
+        env_kwargs={"engine": args.engine} if args.engine else None,
+    )
+    if args.episodes:
+        import pandas as pd
+
+        Path(args.episodes).parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(result.episodes).to_csv(args.episodes, index=False)
+    print(json.dumps(result.to_dict(episodes=False), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
