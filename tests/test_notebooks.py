@@ -181,6 +181,7 @@ def test_04_training_ppo_control_and_its_continuation(kernel, tmp_path):
 
     # run again on the same RUN_DIR with a longer budget (a killed sweep cell rerun): it continues
     (tmp_path / "again").mkdir()
+    params["OVERRIDES"] = json.dumps(overrides)  # as `papermill -p OVERRIDES '{...}'` passes it: text
     continued = execute("04_training", kernel, tmp_path / "again", **params, ITERATIONS=3)
     check_run(continued, iterations=3)
     assert continued["curve_success"][:3] == results["curve_success"]
