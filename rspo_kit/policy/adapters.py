@@ -53,8 +53,7 @@ class ActorExplorer:
             self._reference = None
         else:
             self._models = {"actor": base.model, "explorer": copy.deepcopy(base.model)}
-            frozen = copy.deepcopy(base.model).requires_grad_(False).eval() if reference else None
-            self._reference = frozen
+            self._reference = copy.deepcopy(base.model).requires_grad_(False).eval() if reference else None
         self._base = base
         self.sync_explorer()
 

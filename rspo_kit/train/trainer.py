@@ -13,8 +13,9 @@ point's evaluation), each step a named call:
    with **outcome** rewards only;
 5. actor update: X on the mixed groups (the baselines: on D_A under ``reward.train_on``), with
    off-policy weights on replayed steps and, where ``algo.kl_coef`` > 0, the KL to the reference;
-6. metrics (``rollout/*``, ``reward/*``, ``adv/*``, ``loss/*``, ``is/*``, ``swap/*``, ``eval/*``,
-   ``perf/*``), a per-turn table, periodic evaluation, an atomic checkpoint.
+6. metrics (``rollout/*``, ``explorer_rollout/*``, ``explorer/*``, ``adv/*``, ``loss/*``, ``is/*``,
+   ``value/*``, ``swap/*``, ``eval/*``, ``perf/*``), a per-turn table, periodic evaluation; ``run()``
+   adds an atomic checkpoint.
 
 ``train(cfg)`` checks the configuration, builds the starting policy (the preset, or its SFT warm
 start: ``rspo_kit.train.setup.initial_policy``) and hands it to ``Trainer(cfg, policy)``.
@@ -305,7 +306,7 @@ class Trainer:
             else:  # the baselines: X on D_A under the configured signal (outcome, process or mix)
                 batch = UpdateBatch(actor, self.rewards.batch_rewards(actor, cfg.reward.train_on))
             with timer(row, "perf/update_s"):
-                row |= self._update("actor", batch, cfg.algo, self._seed("actor", k))  # 5. X on outcome
+                row |= self._update("actor", batch, cfg.algo, self._seed("actor", k))  # 5. X on its batch
             self.env_steps += sum(t.env_steps for t in (*actor, *explorer))
             row["rollout/cumulative_env_steps"] = float(self.env_steps)
             self._emit("on_update_end", k, row, batch=batch)
