@@ -318,3 +318,45 @@ def test_inline_commands_and_continuations_are_extracted():
         "python -m a.b --x      --y 1   # note",
         "make demo",
     ]
+
+
+def _section(page: str, heading: str) -> str:
+    text = _read(ROOT / "docs" / page)
+    return text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_presets_table_lists_every_preset():
+    from rspo_kit.train.config import PRESETS
+
+    rows = re.findall(r"^\| `([\w.-]+)` \|", _section("training.md", "Presets"), re.M)
+    assert rows == list(PRESETS)
+
+
+def test_every_open_choice_of_the_swap_is_documented_with_its_default():
+    from rspo_kit.train.config import SwapConfig
+
+    table = _section("training.md", "RSPO's open choices")
+    for f in dataclasses.fields(SwapConfig):
+        if f.name == "mode":
+            continue
+        stated = re.search(rf"swap\.{f.name}`? = `?([^\s`,)]+)", table)
+        assert stated, f"docs/training.md's open choices do not state swap.{f.name} = its default"
+        value = stated.group(1).strip("\"'")
+        same = value == str(f.default) or (
+            isinstance(f.default, float) and re.fullmatch(r"[\d.]+", value) and float(value) == f.default
+        )
+        assert same, f"docs/training.md says swap.{f.name} = {value}; the default is {f.default!r}"
+
+
+def test_every_alternative_of_a_swap_mode_is_documented():
+    from typing import Literal, get_args, get_type_hints
+
+    from rspo_kit.train.config import SwapConfig
+
+    table = _section("training.md", "RSPO's open choices")
+    for name, hint in get_type_hints(SwapConfig).items():
+        if name != "mode" and getattr(hint, "__origin__", None) is Literal:
+            for value in get_args(hint):
+                assert f"`{value}`" in table or f'"{value}"' in table, (
+                    f"swap.{name}: {value!r} is not documented"
+                )
