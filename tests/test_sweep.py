@@ -1130,3 +1130,36 @@ def test_the_reference_run_evaluates_the_starting_policy_once(tmp_path):
     written = (run / "final_episodes.parquet").stat().st_mtime_ns
     sweep_module.reference_run("smoke", tmp_path, fixed, log=None)  # a sweep run again: kept as it is
     assert (run / "final_episodes.parquet").stat().st_mtime_ns == written
+
+
+def test_an_archive_of_the_protocol_given_setting_by_setting_pools_with_the_protocol_preset(tmp_path, capsys):
+    from rspo_kit.experiments.report import main as report_main
+
+    # the ALFWorld protocol as a grid of notebook 04's UPPERCASE parameters ran it, one by one
+    fixed = {"PRESET": "tiny", "INTERACTIVE": False, "THREADS": 1, "ITERATIONS": 1000, "MAX_ENV_STEPS": 40000}
+    fixed |= {"LR": 3e-5, "EVAL_SPLIT": "valid", "EVAL_N": 40, "EVAL_EVERY": 5, "FINAL_EVAL_N": 120}
+    fixed |= {"FINAL_EVAL_SPLIT": "eval,eval_unseen", "FINAL_EVAL_SAMPLED": True, "ENV": "alfworld"}
+    fixed |= {"SFT_UPDATES": 1536, "MAX_STEPS": 30}
+
+    def folder(name: str, keys: list[str], cells: dict, parameters: dict) -> Path:
+        out = _archive(tmp_path / name, keys, cells, {n: {"final_eval_success": 0.25} for n in cells})
+        manifest = json.loads((out / "sweep.json").read_text())
+        (out / "sweep.json").write_text(json.dumps(manifest | {"parameters": parameters}))
+        return out
+
+    old = folder("old", ["SWAP", "SEED"], {"SWAP=true__SEED=0": {"SWAP": True, "SEED": 0}}, fixed)
+    protocol = {"PRESET": "alfworld-40k", "INTERACTIVE": False}
+    new = {"variant=rspo__train.seed=1": {"variant": "rspo", "train.seed": 1}}
+    same = folder("same", ["variant", "train.seed"], new, protocol)
+    assert report_main([str(old), str(same)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:3] == [  # one group: the same runs, the protocol named once and once setting by setting
+        "| seeds | final_eval_success |",
+        "|---|---|",
+        "| 0, 1 | 25.0 / 25.0 → 25.0 [25.0, 25.0] |",
+    ]
+    other = folder("other", ["variant", "train.seed"], new, protocol | {"OVERRIDES": {"algo.lr": 1e-4}})
+    assert report_main([str(old), str(other)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| algo.lr | seeds | final_eval_success |"  # another learning rate: a column
+    assert lines[2:4] == ["| 3e-05 | 0 | 25.0 |", "| 0.0001 | 1 | 25.0 |"]

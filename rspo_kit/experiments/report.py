@@ -556,32 +556,71 @@ def _notebook_defaults(notebook: str | None) -> dict[str, Any]:
     return config_params(defaults)
 
 
+# parameters that say how a run was executed, not what it computed: never a column of their own
+# (a warm start installed from a folder is the cached one of the same key: its weights are checked)
+RUNTIME_KEYS = {"INTERACTIVE", "THREADS", "RUN_DIR", "train.threads", "train.progress_bar", "train.run_dir"}
+RUNTIME_KEYS |= {"policy.warmstart_from"}
+
+
+def preset_fields(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """Every config field the runs of a sweep folder ran with, where its fixed ``parameters`` (under
+    config names) name a ``PRESET``: the preset's values, the fixed config fields over them (None
+    keeps the preset's); {} without a preset known here."""
+    from rspo_kit.train.config import preset
+
+    try:
+        cfg = preset(parameters.get("PRESET"), env=parameters.get("env.name"))
+    except (ValueError, TypeError):
+        return {}
+    for key, value in parameters.items():
+        if "." in key and value is not None:
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
+                cfg.override(key, value)
+    return {f"{part}.{name}": v for part, fields in cfg.to_dict().items() for name, v in fields.items()}
+
+
 def pooled_sweep(out_dirs: Sequence[str | Path]) -> tuple[dict, list[dict], dict[str, Path]]:
     """One or several sweep folders read as one sweep: the manifest, the finished cells' rows (as
     ``load_sweep``) and each cell's run folder.
 
     A cell's value of a key it did not vary (a key another folder varies, or a later grid of its own
-    folder added) is the one it ran with: its folder's fixed parameter (``-p``), else the notebook's
-    default (None if the notebook cannot be read from here). A fixed key joins the grid keys where the
-    folders differ in it, so a change of protocol shows as a column instead of pooling unlike runs. A
-    cell finished in two folders is an error; one that several folders list is read from the folder
-    where it finished, else from the first where its run started (an archive lists the cells its sweep
-    had not finished, which a later folder may run).
+    folder added) is the one it ran with: its folder's fixed parameter (``-p``), else its preset's
+    (``preset_fields``), else the notebook's default (None if the notebook cannot be read from here). A
+    fixed key or config field joins the grid keys where the folders differ in it, so a change of
+    protocol shows as a column instead of pooling unlike runs; folders with presets are compared field
+    by field, so a protocol preset and the same settings given one by one pool. A cell finished in
+    two folders is an error; one that several folders list is read from the folder where it finished,
+    else from the first where its run started (an archive lists the cells its sweep had not finished,
+    which a later folder may run).
     """
     loaded = [(Path(d), *load_sweep(d)) for d in out_dirs]
     grid_keys = list(dict.fromkeys(k for _, m, _ in loaded for k in m["keys"]))
     fixed_keys = list(dict.fromkeys(k for _, m, _ in loaded for k in m.get("parameters", {})))
     defaults = {n: _notebook_defaults(n) for n in {m.get("notebook") for _, m, _ in loaded}}
+    fields = [
+        preset_fields(
+            {k: defaults[m.get("notebook")].get(k) for k in ("PRESET", "env.name")} | m.get("parameters", {})
+        )
+        for _, m, _ in loaded
+    ]
+    if all(fields):  # compared field by field, whatever the presets were called
+        fixed_keys = [k for k in dict.fromkeys([*fixed_keys, *fields[0]]) if k != "PRESET"]
+    resolved = {id(m): f for (_, m, _), f in zip(loaded, fields, strict=True)}
 
     def ran_with(manifest: dict, params: dict, key: str) -> Any:
         if key in params:
             return params[key]
-        return manifest.get("parameters", {}).get(key, defaults[manifest.get("notebook")].get(key))
+        value = manifest.get("parameters", {}).get(key)
+        if value is None:
+            value = resolved[id(manifest)].get(key)
+        return defaults[manifest.get("notebook")].get(key) if value is None else value
 
     differing = [
         k
         for k in fixed_keys
-        if k not in grid_keys and len({json.dumps(ran_with(m, {}, k), default=str) for _, m, _ in loaded}) > 1
+        if k not in grid_keys
+        and k not in RUNTIME_KEYS
+        and len({json.dumps(ran_with(m, {}, k), default=str) for _, m, _ in loaded}) > 1
     ]
     keys = [*grid_keys, *differing]
     cells: dict[str, dict] = {}
