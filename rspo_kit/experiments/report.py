@@ -648,7 +648,7 @@ def aggregate_pooled(
     out_dirs: Sequence[str | Path], into: str | Path, *, curve: str = "curve_success"
 ) -> pd.DataFrame:
     """``aggregate`` of several sweep folders read as one (``pooled_sweep``: e.g. a new sweep and the
-    archives of earlier seeds), written into ``into`` (created) as ``pooled_results.csv``,
+    archives of other seeds), written into ``into`` (created) as ``pooled_results.csv``,
     ``pooled_summary.csv`` and ``pooled_curves.html``. The folders are only read: archives stay as
     committed, and a folder's own ``results.csv`` stays its own when ``into`` is one of them."""
     manifest, rows, _ = pooled_sweep(out_dirs)
