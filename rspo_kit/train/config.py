@@ -246,6 +246,12 @@ class RunConfig:
         """Re-run every component's checks (fields may have been assigned after construction)."""
         for f in dataclasses.fields(self):
             getattr(self, f.name).__post_init__()
+        if self.swap.mode == "control" and self.swap.explorer_updates:
+            # an override applied to a whole grid of variants must not quietly train the control's explorer
+            raise ValueError(
+                f"swap.explorer_updates = {self.swap.explorer_updates} with swap.mode = 'control': the "
+                "control's explorer takes no dense update (B = A); use the rspo variant for a trained explorer"
+            )
         return self
 
     @property
