@@ -1,4 +1,4 @@
-"""Every command in README.md and docs/*.md runs as written, or names only things that exist.
+"""Every command in README.md, docs/*.md and the results READMEs runs as written, or names only what exists.
 
 Commands come from fenced ```bash blocks and from inline code spans that start like a command
 (`python -m ...`, `.venv/bin/python ...`, `make ...`, `.venv/bin/pytest ...`). What runs:
@@ -35,7 +35,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "results" / "README.md",
+    *sorted((ROOT / "results").glob("*/README.md")),
+]
 REPO_DIRS = ("results/", "notebooks/", "tests/", "benchmarks/", "docs/", "data/", "rspo_kit/", "widgets/")
 PYTHONS = {"python", "python3", ".venv/bin/python", ".venv/bin/python3"}
 INLINE_COMMAND = re.compile(
@@ -86,12 +91,16 @@ def commands_of(text: str, page: str) -> list[Snippet]:
     return commands
 
 
+def _rel(page: Path) -> str:
+    return page.relative_to(ROOT).as_posix()
+
+
 def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-COMMANDS = [c for page in PAGES for c in commands_of(_read(page), page.name)]
-PYTHON_BLOCKS = [b for page in PAGES for b in fenced_blocks(_read(page), page.name, "python")]
+COMMANDS = [c for page in PAGES for c in commands_of(_read(page), _rel(page))]
+PYTHON_BLOCKS = [b for page in PAGES for b in fenced_blocks(_read(page), _rel(page), "python")]
 
 
 # ---- what a command may name ---------------------------------------------------------------------
@@ -254,7 +263,7 @@ def _slug(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: _rel(p))
 def test_links_point_at_what_exists(page):
     text = re.sub(r"^```.*?^```", "", _read(page), flags=re.S | re.M)
     for target in re.findall(r"\]\(([^)\s]+)\)", text):
@@ -269,9 +278,36 @@ def test_links_point_at_what_exists(page):
 
 
 def test_the_pages_have_commands_and_snippets():
-    assert {c.page for c in COMMANDS} >= {"README.md", "experiments.md", "training.md"}
+    assert {c.page for c in COMMANDS} >= {"README.md", "docs/experiments.md", "docs/training.md"}
+    assert any(c.page.startswith("results/") for c in COMMANDS)
     assert any(c.text.endswith("rspo_kit.train --help") for c in COMMANDS)
     assert len(PYTHON_BLOCKS) >= 4
+
+
+# A study whose README calls its report.md "that command's output" reproduces it from its archives.
+STUDY_REPORTS = [
+    c
+    for c in COMMANDS
+    if c.page.startswith("results/")
+    and "rspo_kit.experiments.report" in c.text
+    and "that command's output" in _read(ROOT / c.page)
+    and (ROOT / c.page).with_name("report.md").exists()
+]
+
+
+@pytest.mark.parametrize("command", STUDY_REPORTS, ids=str)
+def test_a_study_report_is_what_its_command_prints(command):
+    tokens = shlex.split(command.text)
+    argv = [sys.executable, *tokens[1:]]
+    out = subprocess.run(argv, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout == _read((ROOT / command.page).with_name("report.md")), (
+        f"{command.page}'s report.md is not what its report command prints now"
+    )
+
+
+def test_the_study_reports_are_checked():
+    assert len(STUDY_REPORTS) >= 2
 
 
 # ---- the checker itself fails where it should ----------------------------------------------------
