@@ -24,7 +24,14 @@ class EnvEntry:
 _REGISTRY: dict[str, EnvEntry] = {}
 # Built-in envs register themselves when their module is imported; importing lazily keeps
 # `import rspo_kit.envs` free of the alfworld/textworld import cost.
-_BUILTIN_MODULES = {"alfworld": "rspo_kit.envs.alfworld", "webshop": "rspo_kit.envs.webshop"}
+_BUILTIN_MODULES = {
+    "alfworld": "rspo_kit.envs.alfworld",
+    "webshop": "rspo_kit.envs.webshop",
+    **{level: "rspo_kit.envs.chain" for level in ("chain-4x2", "chain-6x3", "chain-8x4")},
+}
+# Families of names a built-in module registers on demand (its ``resolve_env(name)``): any
+# ``chain-<length>x<doors>`` is a level of the chain testbed.
+_BUILTIN_PREFIXES = {"chain-": "rspo_kit.envs.chain"}
 
 
 def register_env(
@@ -51,6 +58,9 @@ def register_env(
 def _entry(name: str) -> EnvEntry:
     if name not in _REGISTRY and name in _BUILTIN_MODULES:
         importlib.import_module(_BUILTIN_MODULES[name])
+    prefix = next((p for p in _BUILTIN_PREFIXES if name.startswith(p)), None)
+    if name not in _REGISTRY and prefix is not None:
+        importlib.import_module(_BUILTIN_PREFIXES[prefix]).resolve_env(name)
     if name not in _REGISTRY:
         known = sorted(set(_REGISTRY) | set(_BUILTIN_MODULES))
         raise KeyError(f"unknown env {name!r}; registered envs: {known}")
