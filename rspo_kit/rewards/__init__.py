@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from rspo_kit.rewards import alfworld, webshop  # noqa: F401  (importing them registers the built-in rewards)
+from rspo_kit.rewards import alfworld, chain, webshop  # noqa: F401  (importing them registers the built-in rewards)
 from rspo_kit.rewards.outcome import (
     OUTCOME_MODES,
     OutcomeConfig,
