@@ -35,6 +35,7 @@ TEMPLATE_WORDS = (
     "Actions: ",
     "Queries: ",
     "Viewed: ",
+    "Heard: ",
     "Reply with the next action only.",
     "Reply with <action>your action</action>.",
 )
@@ -168,7 +169,48 @@ class WebShopMemory:
         return observation.replace(f"Instruction: [SEP] {instruction} [SEP] ", "")
 
 
+_ROOM = re.compile(r"Room (\d+) of (\d+)\.")
+_WIND = re.compile(r"^Wind blows from the (\w+) door\.$")
+
+
+@dataclass(frozen=True)
+class ChainMemory:
+    """The chain testbed's room and the clue heard in it (the clue holds for that room only).
+
+    >>> m = ChainMemory().update("", "Room 1 of 6. Doors: red, blue.")
+    >>> m.update("listen", "Wind blows from the blue door.").update("pull lever", "The lever clicks.").render()
+    'Room 1 of 6. Heard: blue.'
+    >>> m.update("open red door", "The red door leads back to the start. Room 1 of 6. Doors: red, blue.").render()
+    'Room 1 of 6. Heard: nothing.'
+    """
+
+    room: str = ""
+    heard: str = ""
+
+    def update(self, action: str, observation: str) -> ChainMemory:
+        if m := _ROOM.search(observation):  # a door was passed (or the episode began): a new room
+            return ChainMemory(f"Room {m.group(1)} of {m.group(2)}", "")
+        if m := _WIND.match(observation.strip()):
+            return replace(self, heard=m.group(1))
+        return self
+
+    @staticmethod
+    def show(observation: str, instruction: str) -> str:
+        return observation
+
+    def render(self) -> str:
+        return f"{self.room or 'Room ?'}. Heard: {self.heard or 'nothing'}."
+
+
 MEMORIES = {"alfworld": AlfworldMemory, "webshop": WebShopMemory}
+# env-name families with one memory for all their members: every level of the chain testbed
+MEMORY_FAMILIES = {"chain-": ChainMemory}
+
+
+def memory_for(env: str) -> type:
+    """The memory class of an env's prompts (WebShop's for envs that name none)."""
+    family = next((m for prefix, m in MEMORY_FAMILIES.items() if env.startswith(prefix)), None)
+    return MEMORIES.get(env, family or WebShopMemory)
 
 
 @dataclass(frozen=True)
@@ -200,7 +242,7 @@ class EpisodeContext:
 
     def __post_init__(self) -> None:
         if self.memory is None:
-            self.memory = MEMORIES.get(self.env, WebShopMemory)().update("", self.observation)
+            self.memory = memory_for(self.env)().update("", self.observation)
 
     def advance(self, action: str, observation: str, admissible: Sequence[str]) -> None:
         self.history.append((action, observation))
