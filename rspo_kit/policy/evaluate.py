@@ -153,6 +153,7 @@ def teacher_forced_accuracy(
                     [build_prompt(ctx, policy.tokenizer, policy.prompt)],
                     [cands],
                     policy.tokenizer.pad_token_id,
+                    score=policy.choice_score,
                 )[0]
             verb = _verb(action) if action else "none"
             counts[verb]["steps"] += 1

@@ -20,7 +20,7 @@ from rspo_kit.envs.batch import BatchRunner
 from rspo_kit.policy.device import DeviceSpec, resolve_device
 from rspo_kit.policy.models import ActionMode, load_model, preset_of
 from rspo_kit.policy.prompts import EpisodeContext, PromptConfig, build_prompt, parse_action
-from rspo_kit.policy.scoring import candidate_logprobs, generate
+from rspo_kit.policy.scoring import ChoiceScore, candidate_logprobs, generate
 from rspo_kit.policy.tokenizer import IM_END
 
 
@@ -34,6 +34,9 @@ class Policy:
     mode: ActionMode
     device: DeviceSpec
     search_query: str = "generate"  # choice mode: how a WebShop search gets its query (ModelPreset)
+    # choice mode: a candidate's score is its summed or mean token log-prob (a run's policy.choice_score);
+    # rollouts sample from the softmax over these scores and the policy gradient differentiates the same
+    choice_score: ChoiceScore = "sum"
 
     @classmethod
     def load(cls, name: str, mode: ActionMode | None = None, seed: int = 0, device: str = "auto") -> Policy:
@@ -249,7 +252,8 @@ def chosen_index(actions: Sequence[str], action: str) -> int | None:
 
 
 def _choose_candidates(policy: Policy, prompts, contexts, cfg: RolloutConfig, generator) -> list[dict]:
-    """GLAM-style choice over the admissible actions.
+    """GLAM-style choice over the admissible actions: a softmax over the candidates' scores
+    (``policy.choice_score``: summed or mean token log-probs) at the rollout's temperature.
 
     A free-text action template (WebShop's ``search[...]``) enters as the candidate ``search[`` (its
     prefix, scored without an end token); when it is chosen the model writes the query itself, up to
@@ -257,7 +261,8 @@ def _choose_candidates(policy: Policy, prompts, contexts, cfg: RolloutConfig, ge
     """
     sets = [candidate_set(policy, ctx.admissible, ctx.instruction) for ctx in contexts]
     actions, cands = [a for a, _ in sets], [c for _, c in sets]
-    seq_lp = candidate_logprobs(policy.model, prompts, cands, policy.tokenizer.pad_token_id)
+    pad_id = policy.tokenizer.pad_token_id
+    seq_lp = candidate_logprobs(policy.model, prompts, cands, pad_id, score=policy.choice_score)
     out = []
     for acts, cand, lp in zip(actions, cands, seq_lp, strict=True):
         logp = (lp / cfg.temperature).log_softmax(-1)  # GLAM: a softmax over the candidates

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from torch.nn import functional as F
@@ -28,6 +29,12 @@ def left_pad(seqs: Sequence[Sequence[int]], pad_id: int, device) -> tuple[torch.
     return ids.to(device), mask.to(device)
 
 
+# How a candidate's token log-probs become its score in ``choice`` mode: their ``sum`` (the candidate's
+# log-likelihood; GLAM) or their ``mean`` (length-normalised: a long candidate is not penalised for
+# having more tokens, so an untrained policy does not pile onto the shortest action)
+ChoiceScore = Literal["sum", "mean"]
+
+
 def positions(mask: torch.Tensor) -> torch.Tensor:
     return (mask.cumsum(-1) - 1).clamp(min=0)
 
@@ -38,8 +45,10 @@ def candidate_logprobs(
     candidates: Sequence[Sequence[Sequence[int]]],
     pad_id: int,
     max_batch: int = 512,
+    score: ChoiceScore = "sum",
 ) -> list[torch.Tensor]:
-    """Summed token log-prob of every candidate reply after its prompt: one (C_b,) tensor per prompt.
+    """Score of every candidate reply after its prompt: one (C_b,) tensor per prompt; ``score="sum"``
+    is the summed token log-prob, ``"mean"`` the mean token log-prob of the candidate.
 
     Each prompt is packed with all of its candidates into one sequence, and a 4-D attention mask
     lets every candidate token see the prompt and the earlier tokens of its own candidate only
@@ -49,7 +58,7 @@ def candidate_logprobs(
     most ``max_batch`` candidates. Differentiable when called with grad enabled (the policy gradient
     of ``choice`` mode).
     """
-    return candidate_scores(model, prompts, candidates, pad_id, max_batch)[0]
+    return candidate_scores(model, prompts, candidates, pad_id, max_batch, score)[0]
 
 
 def candidate_scores(
@@ -58,6 +67,7 @@ def candidate_scores(
     candidates: Sequence[Sequence[Sequence[int]]],
     pad_id: int,
     max_batch: int = 512,
+    score: ChoiceScore = "sum",
 ) -> tuple[list[torch.Tensor], torch.Tensor]:
     """``candidate_logprobs`` and, from the same pass, each prompt's last final hidden state (B, H).
 
@@ -72,7 +82,7 @@ def candidate_scores(
         while end < len(prompts) and (end == start or total + len(candidates[end]) <= max_batch):
             total += len(candidates[end])
             end += 1
-        lp, last = _score_packed(model, prompts[start:end], candidates[start:end], pad_id)
+        lp, last = _score_packed(model, prompts[start:end], candidates[start:end], pad_id, score)
         out += lp
         states.append(last)
         start = end
@@ -133,7 +143,9 @@ def head_logits(model, rows: torch.Tensor, cols: torch.Tensor, **inputs) -> tupl
     return states, model.get_output_embeddings()(states[rows, cols])
 
 
-def _score_packed(model, prompts, candidates, pad_id) -> tuple[list[torch.Tensor], torch.Tensor]:
+def _score_packed(
+    model, prompts, candidates, pad_id, score: ChoiceScore
+) -> tuple[list[torch.Tensor], torch.Tensor]:
     device = next(model.parameters()).device
     batch = {k: v.to(device) for k, v in packed_batch(prompts, candidates, pad_id).items()}
     states, logits = head_logits(
@@ -149,6 +161,8 @@ def _score_packed(model, prompts, candidates, pad_id) -> tuple[list[torch.Tensor
     lengths = torch.tensor([len(c) for cands in candidates for c in cands], device=device)
     owner = torch.repeat_interleave(torch.arange(len(lengths), device=device), lengths)  # token -> candidate
     seq_lp = token_lp.new_zeros(len(lengths)).index_add(0, owner, token_lp)  # (C_total,) summed per candidate
+    if score == "mean":
+        seq_lp = seq_lp / lengths  # (C_total,) mean token log-prob per candidate
     last = torch.tensor([len(p) - 1 for p in prompts], device=device)  # packed rows start with the prompt
     return list(torch.split(seq_lp, [len(c) for c in candidates])), states[torch.arange(len(prompts)), last]
 

@@ -107,8 +107,13 @@ def _score_choice(policy: Policy, steps: Sequence[Step], temperature: float, hid
     if missing:
         raise ValueError(f"choice-mode steps need candidates and chosen; steps {missing[:5]} have none")
     pad_id = policy.tokenizer.pad_token_id
+    # scored as the rollout scored them (policy.choice_score): the update optimises what was sampled
     seq_lp, last_states = candidate_scores(
-        policy.model, [s.prompt_ids for s in steps], [s.candidates for s in steps], pad_id
+        policy.model,
+        [s.prompt_ids for s in steps],
+        [s.candidates for s in steps],
+        pad_id,
+        score=policy.choice_score,
     )
     logp, entropy = [], []
     for lp, s in zip(seq_lp, steps, strict=True):
