@@ -1,11 +1,11 @@
 """Deriving the explorer B from the actor A (RSPO step 2): "train agent A with dense process rewards
 to get agent B".
 
-Every ``swap.sync_every`` iterations B <- A; then B takes ``swap.explorer_updates`` X-updates on the
-process reward, on the freshest batch that is on-policy for B: D_A right after a sync (B = A),
-otherwise B's own previous rollout D_B. The X-update itself is the caller's
-(``rspo_kit.train.update.update`` with the explorer's learner), so that this package stays below
-the trainer.
+Every ``swap.sync_every`` iterations B <- A (0: at the first iteration only, a persistent explorer);
+then B takes ``swap.explorer_updates`` X-updates on the process reward, on the freshest batch that
+is on-policy for B: D_A right after a sync (B = A), otherwise B's own previous rollout D_B. The
+X-update itself is the caller's (``rspo_kit.train.update.update`` with the explorer's learner, at
+the temperature its batch was sampled at), so that this package stays below the trainer.
 """
 
 from __future__ import annotations
@@ -24,11 +24,18 @@ XUpdate = Callable[[list[Trajectory], list[list[float]], int], Mapping[str, floa
 
 
 def syncs_at(iteration: int, sync_every: int) -> bool:
-    """Whether B <- A at ``iteration`` (1-based): the first iteration and every ``sync_every``-th after.
+    """Whether B <- A at ``iteration`` (1-based): the first iteration and every ``sync_every``-th after;
+    ``sync_every=0`` only the first (a persistent explorer, trained on its own rollouts from then on).
 
     >>> [k for k in range(1, 8) if syncs_at(k, 3)]
     [1, 4, 7]
+    >>> [k for k in range(1, 8) if syncs_at(k, 1)]
+    [1, 2, 3, 4, 5, 6, 7]
+    >>> [k for k in range(1, 8) if syncs_at(k, 0)]
+    [1]
     """
+    if sync_every == 0:
+        return iteration == 1
     return (iteration - 1) % sync_every == 0
 
 

@@ -83,6 +83,10 @@ class PolicyConfig:
     lora_rank: int = 16
     temperature: float = 1.0  # sampling temperature of training rollouts (log-probs use the same)
     max_new_tokens: int = 24
+    # choice mode: a candidate's score, which the softmax over candidates samples from and the policy
+    # gradient differentiates: "sum" of its token log-probs (its likelihood; GLAM) or their "mean"
+    # (length-normalised: an untrained policy under "sum" all but always picks the shortest action)
+    choice_score: Literal["sum", "mean"] = "sum"
 
     def __post_init__(self) -> None:
         _check_literals(self)
@@ -167,8 +171,13 @@ class SwapConfig:
     """RSPO (DESIGN.md section 1). ``mode="control"`` is the explorer without dense training."""
 
     mode: SwapMode = "off"
-    sync_every: int = 1  # B <- A every this many iterations
+    # B <- A every this many iterations; 0: only at the first, then B trains on its own rollouts alone
+    # (a persistent explorer that can drift away from A)
+    sync_every: int = 1
     explorer_updates: int = 1  # X-updates of B on process rewards per iteration (control: 0)
+    # B's sampling temperature; None: the actor's policy.temperature (RunConfig.explorer_temperature).
+    # Hotter than A's makes B differ from A even right after a sync
+    explorer_temperature: float | None = None
     # None: half the actor's algo.lr, so it follows any lr override (RunConfig.explorer_lr); modest,
     # since a strong explorer drifts onto a misaligned reward
     explorer_lr: float | None = None
@@ -181,8 +190,14 @@ class SwapConfig:
 
     def __post_init__(self) -> None:
         _check_literals(self)
-        _require(self, "sync_every", self.sync_every >= 1, ">= 1")
+        _require(self, "sync_every", self.sync_every >= 0, ">= 1 (every k-th iteration) or 0 (never again)")
         _require(self, "explorer_updates", self.explorer_updates >= 0, ">= 0")
+        _require(
+            self,
+            "explorer_temperature",
+            self.explorer_temperature is None or self.explorer_temperature > 0,
+            "None (the actor's policy.temperature) or > 0",
+        )
         _require(self, "explorer_lr", self.explorer_lr is None or self.explorer_lr > 0, "None or > 0")
         _require(self, "explorer_group_size", self.explorer_group_size >= 1, ">= 1")
         _require(self, "replay_capacity", self.replay_capacity >= 1, ">= 1")
@@ -264,6 +279,18 @@ class RunConfig:
         1e-05
         """
         return self.algo.lr / 2 if self.swap.explorer_lr is None else self.swap.explorer_lr
+
+    @property
+    def explorer_temperature(self) -> float:
+        """The explorer's sampling temperature: ``swap.explorer_temperature``, or the actor's if None.
+
+        >>> RunConfig(policy=PolicyConfig(temperature=0.8)).explorer_temperature
+        0.8
+        >>> RunConfig(swap=SwapConfig(explorer_temperature=2.0)).explorer_temperature
+        2.0
+        """
+        t = self.swap.explorer_temperature
+        return self.policy.temperature if t is None else t
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -348,6 +375,8 @@ def _parse(dotted: str, value: Any, hint: Any) -> Any:
     raise ValueError(f"{dotted} = {value!r}: must be {what}")
 
 
+SFT_UPDATES_CHAIN = 40  # the chain testbed's weak warm start (see "chain-4k")
+
 # Named presets: what tests, notebooks and the CLI share. "tiny" runs on a 2-core CPU in minutes.
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "tiny": {
@@ -420,6 +449,25 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "iterations": 1000,  # never the limit: max_env_steps ends every run
             "max_env_steps": 7_000,
             **{"eval_split": "valid", "eval_n": 40, "eval_every": 5},
+            **{"final_eval_split": "eval,eval_unseen", "final_eval_n": 120, "final_eval_sampled": True},
+            "threads": 1,
+        },
+    },
+    # The chain testbed (rspo_kit.envs.chain), where RSPO's two mechanisms have room to act: long chains
+    # of doors where a weak start rarely succeeds (all-failure groups for the explorer to rescue) and a
+    # lever that reward.misalign_eps pays for (a dense reward to be protected from). The env is the
+    # middle level; sweeps vary env.name (chain-4x2, chain-6x3, chain-8x4) and reward.misalign_eps.
+    # The start is a weak warm start on purpose: SFT_UPDATES_CHAIN updates on expert demonstrations with
+    # detours, so that it explores (an untrained tiny policy picks the shortest candidate every step).
+    # 4,000 env steps take a few minutes on one thread; eval as in the protocols above.
+    "chain-4k": {
+        "env": {"name": "chain-6x3", "train_tasks": 400, "tasks_per_iteration": 4},
+        "policy": {"preset": "tiny", "sft_updates": SFT_UPDATES_CHAIN, "sft_demo_tasks": 300},
+        "algo": {"group_size": 8, "lr": 1e-4, "minibatch_steps": 64},
+        "train": {
+            "iterations": 1000,  # never the limit: max_env_steps ends every run
+            "max_env_steps": 4_000,
+            **{"eval_split": "valid", "eval_n": 40, "eval_every": 2},
             **{"final_eval_split": "eval,eval_unseen", "final_eval_n": 120, "final_eval_sampled": True},
             "threads": 1,
         },

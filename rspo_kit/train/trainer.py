@@ -5,9 +5,12 @@ point's evaluation), each step a named call:
 
 1. actor rollout D_A on N train tasks, G each;
 2. explorer derivation (RSPO only, ``rspo_kit.swap.derive_explorer``): every ``sync_every``
-   iterations B <- A with its optimizer moments cleared, then ``explorer_updates`` X-updates of B
-   on **process** rewards (on D_A right after a sync, else D_B);
-3. explorer rollout D_B, ``explorer_group_size`` per task;
+   iterations (0: at the first only) B <- A with its optimizer moments cleared, then
+   ``explorer_updates`` X-updates of B on **process** rewards (on D_A right after a sync, else D_B,
+   each scored at the temperature it was sampled at);
+3. explorer rollout D_B, ``explorer_group_size`` per task at B's own temperature
+   (``swap.explorer_temperature``; its behaviour log-probs, which the actor's importance weights
+   divide by, are at that temperature);
 4. the swap (``rspo_kit.swap.reward_swap``): D_B enters the replay buffer through its filter, each
    actor group is mixed with M replayed trajectories of its task, and the mixed batch is relabelled
    with **outcome** rewards only;
@@ -158,10 +161,16 @@ def trained_actor(run_dir: str | Path) -> Policy:
     # the checkpoint holds every weight of the actor (the whole model; with LoRA the base too), so the
     # preset only gives the architecture and tokenizer: no warm start to rebuild or install
     mode = None if cfg.policy.mode == "preset" else cfg.policy.mode
-    base = Policy.load(cfg.policy.preset, mode=mode, seed=cfg.train.seed)
+    base = replace(Policy.load(cfg.policy.preset, mode=mode, seed=cfg.train.seed), **_scoring(cfg))
     pair = ActorExplorer(base, lora=_uses_lora(cfg, base), rank=cfg.policy.lora_rank, reference=False)
     load_checkpoint(folder, {"actor": pair._models["actor"]}, {})
     return pair.policy("actor")
+
+
+def _scoring(cfg: RunConfig) -> dict[str, Any]:
+    """The run's settings of how its policies score candidates (``Policy`` fields): the config decides
+    them, not the policy a run was handed, so that ``config.json`` says how the actor chose."""
+    return {"choice_score": cfg.policy.choice_score}
 
 
 def _default_run_dir(cfg: RunConfig) -> Path:
@@ -199,9 +208,10 @@ class Trainer:
     """One run's state; ``run()`` executes the remaining iterations. Prefer ``train(cfg)``, which builds
     the starting policy (the warm start) first.
 
-    ``policy`` is the starting policy and becomes the actor: it is trained in place. ``start_report``
-    says where it came from (``initial_policy``'s report); it goes to the run's ``start.json`` with
-    the digest of the starting weights, once (a resumed run keeps its first record).
+    ``policy`` is the starting policy and becomes the actor: its model is trained in place, scoring
+    candidates as ``cfg.policy.choice_score`` says. ``start_report`` says where it came from
+    (``initial_policy``'s report); it goes to the run's ``start.json`` with the digest of the starting
+    weights, once (a resumed run keeps its first record).
     """
 
     def __init__(
@@ -223,6 +233,7 @@ class Trainer:
         # the reference of the KL penalty: LoRA's base with the adapters off, else a frozen copy of the
         # starting policy, made only where the penalty reads it
         lora, kl = _uses_lora(cfg, policy), cfg.algo.kl_coef > 0
+        policy = replace(policy, **_scoring(cfg))
         self.pair = ActorExplorer(policy, lora=lora, rank=cfg.policy.lora_rank, reference=kl)
         self.learners = {role: self._build_learner(role) for role in ("actor", "explorer")}
         if cfg.reward.prm:  # a learned PRM from logged trajectories (python -m rspo_kit.rewards.learned)
@@ -263,11 +274,20 @@ class Trainer:
         learner.policy = self.pair.policy(role)  # LoRA: makes the role's adapter the active one
         return learner
 
-    def _update(self, role: str, batch: UpdateBatch, algo: AlgoConfig, seed: int) -> dict[str, float]:
-        """One X-update of ``role`` on ``batch`` (``rspo_kit.train.update.update``)."""
+    def _update(
+        self, role: str, batch: UpdateBatch, algo: AlgoConfig, seed: int, temperature: float | None = None
+    ) -> dict[str, float]:
+        """One X-update of ``role`` on ``batch`` (``rspo_kit.train.update.update``), its log-probs at
+        ``temperature`` (None: the role's own): the one its on-policy steps were sampled at, so that
+        ratios compare like with like. Replayed steps keep the explorer's behaviour log-probs, at the
+        explorer's temperature: the denominator of the actor's importance weight π_A/π_B."""
         reference = self.pair.reference if algo.kl_coef > 0 else None
-        cfg = self.cfg
-        return update(self._learner(role), batch, algo, cfg.swap, cfg.policy.temperature, seed, reference)
+        temperature = self._temperature(role) if temperature is None else temperature
+        return update(self._learner(role), batch, algo, self.cfg.swap, temperature, seed, reference)
+
+    def _temperature(self, role: str) -> float:
+        """The temperature ``role`` samples its rollouts at."""
+        return self.cfg.policy.temperature if role == "actor" else self.cfg.explorer_temperature
 
     def _modules(self) -> dict[str, torch.nn.Module]:
         mods: dict[str, torch.nn.Module] = {"actor": self.pair._models["actor"]}
@@ -324,7 +344,7 @@ class Trainer:
         group_size = cfg.algo.group_size if actor else cfg.swap.explorer_group_size
         rcfg = RolloutConfig(
             group_size=group_size,
-            temperature=cfg.policy.temperature,
+            temperature=self._temperature(role),
             max_new_tokens=cfg.policy.max_new_tokens,
         )
         prefix = "rollout" if actor else "explorer_rollout"
@@ -339,11 +359,17 @@ class Trainer:
         return trajs
 
     def _derive_explorer(self, k: int, actor: list[Trajectory]) -> dict[str, float]:
-        """Step 2 (``rspo_kit.swap.derive_explorer``) with X's update at the explorer's learning rate."""
+        """Step 2 (``rspo_kit.swap.derive_explorer``) with X's update at the explorer's learning rate.
+
+        B's batch is D_A right after a sync, else its own D_B: each is scored at the temperature it was
+        sampled at (its role's), so the update starts on-policy (ratio 1) for the policy that sampled it.
+        """
         algo = replace(self.cfg.algo, lr=self.cfg.explorer_lr)
 
         def x_update(trajs: list[Trajectory], rewards: list[list[float]], u: int) -> dict[str, float]:
-            return self._update("explorer", UpdateBatch(trajs, rewards), algo, self._seed("explorer", k, u))
+            sampled_by = trajs[0].source if trajs else "explorer"  # D_A ("actor") or D_B, never mixed
+            seed, temperature = self._seed("explorer", k, u), self._temperature(sampled_by)
+            return self._update("explorer", UpdateBatch(trajs, rewards), algo, seed, temperature)
 
         s, optimizer = self.cfg.swap, self.learners["explorer"].optimizer
         previous = self.explorer_batch  # D_B of the last iteration: on-policy for B between syncs
@@ -562,6 +588,7 @@ def _what_it_computes(cfg: RunConfig) -> dict:
     d = cfg.to_dict()
     d["train"] = {k: v for k, v in d["train"].items() if k not in _RUNTIME_FIELDS}
     d["swap"]["explorer_lr"] = cfg.explorer_lr  # an explicit value equal to the default's is the same run
+    d["swap"]["explorer_temperature"] = cfg.explorer_temperature  # likewise
     d["policy"].pop("warmstart_from")  # where the warm start came from: installing it checks its weights
     if not cfg.policy.warmstart:  # the SFT settings of a warm start the run does not do
         d["policy"] = {k: v for k, v in d["policy"].items() if not k.startswith("sft_")}
