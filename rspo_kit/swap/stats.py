@@ -27,11 +27,14 @@ def swap_metrics(
     """``swap/*`` metrics: rescued groups, zero-variance shares, success rates, reward agreement.
 
     A group is *rescued* when the actor's own group had no outcome variance (no GRPO signal) and the
-    mixed group has some: the replayed trajectories gave the actor something to learn from.
+    mixed group has some: the replayed trajectories gave the actor something to learn from. Groups
+    where every actor episode failed (``swap/all_failure_groups_before``) are the ones a replayed
+    success can rescue; under a 0/1 outcome they are the zero-variance groups that did not all win.
     """
     before = group_outcomes(actor, outcome)
     after = group_outcomes(mixed, outcome)
     zero_before = [task for task, v in before.items() if _zero_variance(v)]
+    all_failed = [task for task, won in group_outcomes(actor, lambda t: float(t.won)).items() if not any(won)]
     rescued = sum(not _zero_variance(after.get(task, [])) for task in zero_before)
     replayed = [t for t, off in zip(mixed, offpolicy, strict=True) if off]
     explorer_returns = [process_return(t) for t in explorer]
@@ -41,6 +44,7 @@ def swap_metrics(
     return {
         "swap/rescued_groups": float(rescued),
         "swap/zero_var_groups_before": len(zero_before) / max(1, len(before)),
+        "swap/all_failure_groups_before": len(all_failed) / max(1, len(before)),
         "swap/zero_var_groups_after": sum(_zero_variance(v) for v in after.values()) / max(1, len(after)),
         "swap/replayed": float(len(replayed)),
         "swap/replay_success_rate": (sum(t.won for t in replayed) / len(replayed)) if replayed else math.nan,
