@@ -222,3 +222,19 @@ def test_deriving_the_explorer_syncs_every_sync_every_and_then_trains_on_its_own
     seen.clear()
     assert derive_explorer(pair, optimizer, 7, 1, 0, actor, own, _SignalNames(), x_update) == {}
     assert seen == [] and len(optimizer.state) == 0
+
+
+def test_a_persistent_explorer_is_synced_once_and_then_trains_on_its_own_rollouts():
+    """``sync_every=0``: B <- A at the first iteration only; every later update runs on D_B."""
+    import torch
+
+    optimizer = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    synced, seen = [], []
+    pair = NS(sync_explorer=lambda: synced.append(True))
+    actor, own = [traj("a", False, 1, "actor")], [traj("a", True, 2)]
+    for k in range(1, 6):
+        derive_explorer(
+            pair, optimizer, k, 0, 2, actor, own, _SignalNames(), lambda b, r, u: seen.append(b[0].i) or {}
+        )
+    assert len(synced) == 1 and [syncs_at(k, 0) for k in range(1, 4)] == [True, False, False]
+    assert seen == [1, 1] + [2, 2] * 4  # two updates per iteration: on D_A once, then on B's own D_B

@@ -55,6 +55,12 @@ def _smoke(env: str, algo: str, swap, tmp_path: Path, **overrides) -> RunConfig:
 # ------------------------------------------------------------------------------------------ config
 def test_presets_name_the_variants():
     assert preset("tiny").swap.mode == "off"
+    explorer = preset("tiny", swap=True).swap
+    assert (explorer.sync_every, explorer.explorer_temperature) == (
+        1,
+        None,
+    )  # B re-synced, at A's temperature
+    assert preset("tiny").policy.choice_score == "sum"
     rspo = preset("tiny", swap=True)
     assert (rspo.swap.mode, rspo.reward.train_on, rspo.swap.explorer_updates) == ("rspo", "outcome", 1)
     control = preset("tiny", swap="control")
@@ -84,6 +90,23 @@ def test_presets_name_the_variants():
         ),
         (lambda: preset("tiny").override("algo.lr", "-1").validate(), ["AlgoConfig.lr", "-1", "> 0"]),
         (lambda: preset("tiny").override("algo.learning_rate", "1"), ["algo.learning_rate"]),
+        (
+            lambda: preset("tiny", swap=True, swap__sync_every=-1),
+            ["SwapConfig.sync_every", "-1", ">= 1", "0 (never again)"],
+        ),
+        (
+            lambda: preset("tiny", swap=True, swap__explorer_temperature=0.0),
+            ["SwapConfig.explorer_temperature", "0.0", "None", "> 0"],
+        ),
+        (
+            lambda: preset("tiny", policy__choice_score="max"),
+            ["PolicyConfig.choice_score", "'max'", "'sum', 'mean'"],
+        ),
+        # a persistent explorer does not make the control's dense training acceptable
+        (
+            lambda: preset("tiny", swap="control", swap__sync_every=0, swap__explorer_updates=2),
+            ["swap.explorer_updates = 2", "swap.mode = 'control'"],
+        ),
     ],
 )
 def test_bad_values_raise_naming_field_value_and_allowed(make, words):
@@ -119,7 +142,7 @@ def test_the_explorer_lr_follows_the_actor_lr_unless_set():
 @pytest.mark.parametrize("swap", ["plain", "rspo", "control", "process", "mix"])
 @pytest.mark.parametrize("algo", ALGOS)
 def test_every_algorithm_and_variant_learns_on_the_lock(algo, swap, tmp_path):
-    cfg = _smoke("dial", algo, swap, tmp_path, swap__replay_filter="all")
+    cfg = _smoke("dial", algo, swap, tmp_path, swap__replay_filter="all", algo__group_size=4)
     seen = {name: 0 for name in EVENTS}
     batches = []
 
@@ -856,3 +879,186 @@ def test_a_saved_warm_start_installs_into_the_cache_and_runs_start_from_it(tmp_p
     args = ["--preset", "smoke", "--env", "dial", "policy.warmstart=true", "--warmstart-from", str(tmp_path)]
     assert train_main(args) == 2
     assert f"error: {tmp_path} is not a saved policy folder" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------- an explorer that differs from the actor
+def _roles(trainer: Trainer) -> dict[int, str]:
+    return {id(learner): role for role, learner in trainer.learners.items()}
+
+
+def test_the_explorer_samples_at_its_own_temperature_and_each_update_at_its_batchs(tmp_path, monkeypatch):
+    """B's rollout is sampled at ``swap.explorer_temperature`` (its stored behaviour log-probs are the
+    candidates' softmax at that temperature); B's update scores D_A at A's temperature and D_B at B's;
+    the actor's importance weights divide π_A at A's temperature by those behaviour log-probs."""
+    import rspo_kit.train.trainer as trainer_module
+    from rspo_kit.policy.step_scores import score_steps
+
+    hot, cold = 3.0, 0.7
+    cfg = _smoke("dial", "grpo", True, tmp_path, swap__replay_filter="all", swap__explorer_temperature=hot)
+    cfg.policy.temperature, cfg.swap.sync_every, cfg.train.iterations = cold, 2, 3
+    trainer = _trainer(cfg)
+    roles, calls, rechecked = _roles(trainer), [], []
+    real_update = trainer_module.update
+
+    def spy(learner, batch, algo, swap, temperature, seed, reference):
+        role = roles[id(learner)]
+        replayed = [s for t, o in zip(batch.trajs, batch.offpolicy, strict=True) if o for s in t.steps]
+        expected = None
+        if replayed:  # min(π_A / π_B, c): π_A now, at A's temperature; π_B as B sampled it
+            with torch.no_grad():
+                now = torch.cat(score_steps(learner.policy, replayed, cold).logp)
+            behaviour = torch.tensor([s.logprob for s in replayed])
+            expected = float((now - behaviour).exp().clamp(max=swap.is_clip).mean())
+        metrics = real_update(learner, batch, algo, swap, temperature, seed, reference)
+        if expected is not None:
+            assert role == "actor" and metrics["is/mean"] == pytest.approx(expected, rel=1e-5)
+            rechecked.append(expected)
+        calls.append((role, sorted({t.source for t in batch.trajs}), temperature))
+        return metrics
+
+    class Recheck:
+        def on_rollout_end(self, event):
+            if event.data["role"] != "explorer":
+                return
+            steps = [s for t in event.data["trajectories"] for s in t.steps]
+            with torch.no_grad():  # the explorer as it sampled: its next update comes next iteration
+                policy = trainer._learner("explorer").policy
+                at_hot = torch.cat(score_steps(policy, steps, hot).logp)
+                at_cold = torch.cat(score_steps(policy, steps, cold).logp)
+            stored = torch.tensor([s.logprob for s in steps])
+            torch.testing.assert_close(at_hot, stored, rtol=1e-4, atol=1e-5)
+            assert not torch.allclose(at_cold, stored, rtol=1e-4, atol=1e-5)
+            rechecked.append(len(steps))
+
+    monkeypatch.setattr(trainer_module, "update", spy)
+    trainer.callbacks.append(Recheck())
+    trainer.run()
+    assert calls == [
+        ("explorer", ["actor"], cold),  # k=1: synced, B = A trains on D_A as A sampled it
+        ("actor", ["actor", "replay"], cold),
+        ("explorer", ["explorer"], hot),  # k=2: B's own D_B, sampled hot
+        ("actor", ["actor", "replay"], cold),
+        ("explorer", ["actor"], cold),  # k=3: synced again
+        ("actor", ["actor", "replay"], cold),
+    ]
+    assert len(rechecked) == 6  # three explorer rollouts and three importance-weighted actor updates
+
+
+def test_the_explorers_temperature_leaves_a_run_without_the_swap_unchanged(tmp_path):
+    runs = [
+        _comparable(train(_smoke("dial", "grpo", "plain", tmp_path / str(t), **extra)).run_dir)
+        for t, extra in enumerate([{}, {"swap__explorer_temperature": 3.0}])
+    ]
+    assert runs[0] == runs[1]
+
+
+def test_a_persistent_explorer_syncs_once_and_then_trains_on_its_own_rollouts(tmp_path, monkeypatch):
+    """``sync_every=0`` with two dense updates an iteration: B <- A at the first iteration only, then
+    both updates of every iteration run on B's own previous rollout."""
+    import rspo_kit.train.trainer as trainer_module
+
+    cfg = _smoke("dial", "grpo", True, tmp_path, swap__sync_every=0, swap__explorer_updates=2)
+    cfg.train.iterations = 3
+    trainer = _trainer(cfg)
+    roles, batches, synced = _roles(trainer), [], []
+    real_update, real_sync = trainer_module.update, trainer.pair.sync_explorer
+
+    def spy(learner, batch, *args):
+        if roles[id(learner)] == "explorer":
+            batches.append((trainer.iteration + 1, sorted({t.source for t in batch.trajs})))
+        return real_update(learner, batch, *args)
+
+    monkeypatch.setattr(trainer_module, "update", spy)
+    trainer.pair.sync_explorer = lambda: (synced.append(trainer.iteration + 1), real_sync())
+    m = trainer.run().metrics
+    assert synced == [1]
+    assert batches == [(1, ["actor"])] * 2 + [(2, ["explorer"])] * 2 + [(3, ["explorer"])] * 2
+    assert m["explorer/loss/policy"].iloc[1:].notna().all()
+    assert _changed(_params(trainer, "actor"), _params(trainer, "explorer"))
+
+
+def _persistent(tmp_path, iterations: int, **extra) -> RunConfig:
+    cfg = _smoke("dial", "gigpo", True, tmp_path, swap__sync_every=0, swap__explorer_temperature=2.0, **extra)
+    cfg.train.iterations = iterations
+    return cfg
+
+
+def test_a_persistent_explorer_resumes_exactly(tmp_path):
+    """B is never re-derived from A: a resumed run must restore it (weights, optimizer, its last D_B)."""
+    from rspo_kit.train import resumable
+    from rspo_kit.train.trainer import trained_actor
+
+    full = _persistent(tmp_path / "full", 4, swap__replay_filter="all")
+    train(full)
+    part = _persistent(tmp_path / "part", 2, swap__replay_filter="all")
+    train(part)
+    longer = _persistent(tmp_path / "part", 4, swap__replay_filter="all")
+    assert resumable(longer) == Path(part.train.run_dir)
+    train(longer, resume=resumable(longer))
+    a, b = _comparable(Path(full.train.run_dir)), _comparable(Path(part.train.run_dir))
+    assert a == b and len(a) == 5 and a[-1]["explorer/loss/policy"] == b[-1]["explorer/loss/policy"]
+    assert not _changed(
+        list(trained_actor(full.train.run_dir).model.parameters()),
+        list(trained_actor(part.train.run_dir).model.parameters()),
+    )
+
+
+# ------------------------------------------------------------------------- choice-mode scoring
+def _uniform_tiny(choice_score: str):
+    """The tiny preset with its output head zeroed: every token equally likely after any prompt."""
+    from dataclasses import replace
+
+    from rspo_kit.policy.rollout import Policy
+
+    policy = Policy.load("tiny", seed=0)
+    with torch.no_grad():
+        policy.model.get_output_embeddings().weight.zero_()
+    return replace(policy, choice_score=choice_score)
+
+
+def test_a_mean_score_does_not_fall_with_a_candidates_length():
+    from rspo_kit.policy.rollout import Policy
+    from rspo_kit.policy.scoring import candidate_logprobs
+
+    policy = _uniform_tiny("mean")
+    lengths = (1, 2, 4, 8)
+    cands = [[[11 + n] * n for n in lengths]]
+    pad, log_v = policy.tokenizer.pad_token_id, math.log(policy.model.config.vocab_size)
+    summed = candidate_logprobs(policy.model, [[5, 6, 7]], cands, pad, score="sum")[0]
+    mean = candidate_logprobs(policy.model, [[5, 6, 7]], cands, pad, score="mean")[0]
+    assert summed.tolist() == pytest.approx([-n * log_v for n in lengths], rel=1e-5)  # longer: less likely
+    assert mean.tolist() == pytest.approx([-log_v] * len(lengths), rel=1e-5)  # equally likely tokens: equal
+    # on a trained-from-nothing model too: the mean is the sum over the candidate's length
+    trained = Policy.load("tiny", seed=0)
+    summed = candidate_logprobs(trained.model, [[5, 6, 7]], cands, pad, score="sum")[0]
+    mean = candidate_logprobs(trained.model, [[5, 6, 7]], cands, pad, score="mean")[0]
+    torch.testing.assert_close(mean, summed / torch.tensor(lengths, dtype=summed.dtype))
+
+
+@pytest.mark.parametrize("choice_score", ["sum", "mean"])
+def test_the_update_scores_candidates_as_the_rollout_sampled_them(choice_score, tmp_path):
+    """The policy gradient's log-softmax over candidates is the one the rollout sampled from: a run's
+    actor and explorer score as ``policy.choice_score`` says, and a stored step's log-prob is what
+    ``score_steps`` gives it again (and not what the other scoring gives)."""
+    from dataclasses import replace
+
+    from rspo_kit.policy.step_scores import score_steps
+    from rspo_kit.train.trainer import trained_actor
+
+    cfg = _smoke("dial", "grpo", True, tmp_path, policy__choice_score=choice_score, train__iterations=1)
+    captured = {}
+    trainer = _trainer(
+        cfg, callbacks=[type("C", (), {"on_update_end": lambda s, e: captured.update(e.data)})()]
+    )
+    assert {trainer.pair.policy(r).choice_score for r in ("actor", "explorer")} == {choice_score}
+    trainer.run()
+    assert trained_actor(cfg.train.run_dir).choice_score == choice_score
+    steps = [s for t in trainer.explorer_batch for s in t.steps]  # B has not been updated since
+    stored = torch.tensor([s.logprob for s in steps])
+    explorer = trainer._learner("explorer").policy
+    other = replace(explorer, choice_score="mean" if choice_score == "sum" else "sum")
+    with torch.no_grad():
+        again = torch.cat(score_steps(explorer, steps, cfg.policy.temperature).logp)
+        differently = torch.cat(score_steps(other, steps, cfg.policy.temperature).logp)
+    torch.testing.assert_close(again, stored, rtol=1e-4, atol=1e-5)
+    assert not torch.allclose(differently, stored, rtol=1e-4, atol=1e-5)
