@@ -19,7 +19,7 @@ import papermill
 import pytest
 
 from rspo_kit.experiments import ensure_kernel
-from rspo_kit.experiments.sweep import HEADLESS_ENV
+from rspo_kit.experiments.sweep import HEADLESS_ENV, cell_name
 from rspo_kit.records import read_results
 
 pytestmark = pytest.mark.timeout(300)
@@ -35,6 +35,7 @@ TESTED = {
     "04_training",
     "05_misalignment_debugger",
     "06_experiments",
+    "07_regime_map",
 }
 
 
@@ -345,6 +346,75 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
     )
     assert "4 of 4 cells finished in " in printed
     assert "| variant=rspo \u2212 variant=plain | 0, 1 | " in printed  # paired by seed across the two folders
+
+
+def _regime_archive(folder: Path) -> Path:
+    """A committed archive of the regime map's shape, with made-up numbers: 2 levels × 2 ε × (plain,
+    process, and RSPO and the control at sync_every 1 and 0) × 3 seeds. RSPO gains 10 points over the
+    others on the hard level at ε 0.9 (+1 point per seed), 1 point per seed elsewhere; its actor's
+    groups all fail in 80% of the hard level's iterations, 20% of the easy one's."""
+    folder.mkdir()
+    keys = ["env.name", "reward.misalign_eps", "variant", "swap.sync_every", "train.seed"]
+    cells = {}
+    for level, eps, variant, sync, seed in [
+        (level, eps, variant, sync, seed)
+        for level in ("chain-8x4", "chain-4x2")
+        for eps in (0.0, 0.9)
+        for variant, syncs in (("plain", [None]), ("process", [None]), ("rspo", [1, 0]), ("control", [1, 0]))
+        for sync in syncs
+        for seed in range(3)
+    ]:
+        params = {"env.name": level, "reward.misalign_eps": eps, "variant": variant}
+        params |= ({} if sync is None else {"swap.sync_every": sync}) | {"train.seed": seed}
+        name = cell_name(params)
+        cells[name] = params
+        hard = level == "chain-8x4"
+        success = (0.1 if hard else 0.5) + (0.01 * seed if variant == "rspo" else 0.0)
+        success += 0.1 if variant == "rspo" and hard and eps == 0.9 else 0.0
+        (folder / name).mkdir()
+        (folder / name / "results.json").write_text(json.dumps({"final_eval_success": success}))
+        if sync is not None:  # the runs with an explorer log their swap
+            row = {"rollout/success": success, "rollout/env_steps": 90.0, "swap/explorer_success": success}
+            row |= {"swap/all_failure_groups_before": 0.8 if hard else 0.2, "swap/rescued_groups": 1.0}
+            rows = [{"iteration": 0}] + [{"iteration": k} | row for k in (1, 2)]
+            (folder / name / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "sweep.json").write_text(json.dumps({"keys": keys, "cells": cells, "parameters": {}}))
+    return folder
+
+
+def test_07_regime_map_draws_the_map_from_an_archive(kernel, tmp_path):
+    archive = _regime_archive(tmp_path / "archive")
+    files = {p: p.read_bytes() for p in archive.rglob("*") if p.is_file()}
+    out = tmp_path / "out"
+    results = execute("07_regime_map", kernel, tmp_path, SWEEPS=[str(archive)], OUT=str(out))
+    assert (results["runs"], results["cells"], results["metric"]) == (72, 72, "final_eval_success")
+    assert results["difficulty_order"] == ["chain-4x2", "chain-8x4"]  # 4 rooms of 2 doors before 8 of 4
+    plain = results["rspo_minus_plain"]
+    assert (plain["cells"], plain["seeds"], plain["above_zero"], plain["below_zero"]) == (8, 3, 2, 0)
+    assert plain["means"]["chain-8x4, ε=0.9, sync_every=0"] == pytest.approx(0.11)
+    assert plain["means"]["chain-4x2, ε=0.0, sync_every=1"] == pytest.approx(0.01)
+    assert results["rspo_minus_process"]["above_zero"] == 2 and results["rspo_minus_control"]["cells"] == 8
+    assert results["statistics"]["all_failure_share"]["chain-8x4, ε=0.0, sync_every=1"] == pytest.approx(0.8)
+    assert results["statistics"]["rescued_groups"]["chain-4x2, ε=0.9, sync_every=0"] == pytest.approx(2.0)
+    assert set(results["statistics"]) == {
+        "all_failure_share",
+        "rescued_groups",
+        "explorer_minus_actor_success",
+    }
+    shown = json.loads((tmp_path / "07_regime_map.ipynb").read_text())["cells"]
+    printed = "".join(
+        "".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/markdown", ""))
+        for c in shown
+        for o in c.get("outputs", [])
+    )
+    assert "make sweep PROTOCOL=chain-4k" in printed  # the command that reruns it
+    assert "+11.0 [+8.5, +13.5] *" in printed  # 0.10 / 0.11 / 0.12: t(2) * 0.01 / sqrt(3) = 0.025
+    assert "RSPO − plain (percentage points): 8 cells, 3 seeds each." in printed
+    assert "The interval lies above zero in 2 of 8 cells: chain-8x4, ε=0.9, sync_every=0" in printed
+    for name in ("rspo_minus_plain", "rspo_minus_process", "rspo_minus_control", "swap_statistics"):
+        assert (out / f"{name}.html").is_file()
+    assert json.loads((out / "results.json").read_text()) == results
+    assert {p: p.read_bytes() for p in archive.rglob("*") if p.is_file()} == files  # only read
 
 
 # -------------------------------------------------------------------------------------------- hygiene

@@ -443,10 +443,12 @@ def _order(table: pd.DataFrame, keys: MapKeys, order: Sequence[Any] | None) -> l
 def map_table(table: pd.DataFrame, keys: MapKeys = KEYS, order: Sequence[Any] | None = None) -> pd.DataFrame:
     """One map as text: a row per difficulty (``order``, else as ``table`` lists them), a column per
     explorer setting and ε, each cell "mean [95% interval]" (fractions in percent; differences signed
-    and marked * where the interval excludes 0), — where the cell has no pair.
+    and marked * where the interval excludes 0), — where the cell has no pair; empty for an empty table.
 
     ``table``: ``regime_differences``' output, or ``swap_statistics``' rows of one statistic and variant.
     """
+    if table.empty:
+        return pd.DataFrame()
     unit, signed = _unit(table), _is_difference(table)
     settings, eps = _levels(table[keys.explorer]), _levels(table[keys.eps])
     columns = pd.MultiIndex.from_tuples(
@@ -505,6 +507,8 @@ def map_figure(
     ``facet``: a column of ``table`` with a row of panels per value, each on its own colour scale
     (``"statistic"`` for several of ``swap_statistics``' statistics); None: ``table`` is one map.
     """
+    if table.empty:
+        return {"data": [], "layout": {"title": {"text": f"{title}: no runs to compare"}}}
     facets = [None] if facet is None else list(dict.fromkeys(table[facet]))
     settings, eps = _levels(table[keys.explorer]), _levels(table[keys.eps])
     difficulties = _order(table, keys, order)
