@@ -335,3 +335,12 @@ def test_the_swap_logs_the_share_of_groups_where_every_actor_episode_failed():
     outcome = lambda t: float(t.won)  # noqa: E731
     m = swap_metrics(actor, [], actor, [False] * len(actor), outcome, outcome, 0, 0)
     assert m["swap/all_failure_groups_before"] == 0.5 and m["swap/zero_var_groups_before"] == 0.75
+
+
+def test_the_study_and_the_docs_give_the_commands_notebook_07_runs():
+    from rspo_kit.experiments.regime import RERUN_COMMANDS
+
+    root = Path(__file__).resolve().parents[1]
+    for page in ("results/regime_map/README.md", "docs/experiments.md"):
+        text = (root / page).read_text()
+        assert all(command in text.splitlines() for command in RERUN_COMMANDS), page
