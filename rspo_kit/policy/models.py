@@ -87,8 +87,9 @@ GGUF_PRESETS: dict[str, tuple[str, str, ModelPreset]] = {
         ),
     ),
 }
-CORPUS_ENVS = ("alfworld", "webshop")  # envs whose text trains the preset tokenizers
-CORPUS_VERSION = 3  # bump when the corpus recipe (episodes, template words) changes
+# envs whose text trains the preset tokenizers; one level of the chain testbed covers all its words
+CORPUS_ENVS = ("alfworld", "webshop", "chain-6x3")
+CORPUS_VERSION = 4  # bump when the corpus recipe (envs, episodes, template words) changes
 
 
 def qwen2_config(p: ModelPreset, tokenizer) -> Qwen2Config:

@@ -19,7 +19,8 @@ from pathlib import Path
 import torch
 
 from rspo_kit.paths import atomic_write_text, cache_dir, repository_path
-from rspo_kit.policy.models import load_model, weights_digest
+from rspo_kit.policy.models import CORPUS_VERSION, load_model, weights_digest
+from rspo_kit.policy.models import PRESETS as SCRATCH_PRESETS
 from rspo_kit.policy.rollout import Policy
 from rspo_kit.train.config import RunConfig
 
@@ -39,6 +40,9 @@ def warmstart_recipe(cfg: RunConfig) -> dict:
         "balance": p.sft_balance,
         # only where set: the keys of warm starts without DAgger rounds stay what they are
         **({"dagger_rounds": p.sft_dagger_rounds} if p.sft_dagger_rounds else {}),
+        # a scratch preset's tokenizer and initial weights follow the corpus: a warm start built here
+        # from an older corpus must not be reused (one installed from a folder carries its own tokenizer)
+        **({"corpus": CORPUS_VERSION} if p.preset in SCRATCH_PRESETS and not p.warmstart_from else {}),
         "version": 6,  # bump when the SFT recipe, the prompt layout or the memory changes
     }
 
