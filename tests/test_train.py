@@ -102,6 +102,10 @@ def test_presets_name_the_variants():
             lambda: preset("tiny", policy__choice_score="max"),
             ["PolicyConfig.choice_score", "'max'", "'sum', 'mean'"],
         ),
+        (
+            lambda: preset("tiny", policy__choice_score="mean"),  # tiny warm-starts by SFT on summed scores
+            ["policy.choice_score = 'mean'", "policy.warmstart = True", "'sum'", "policy.warmstart = false"],
+        ),
         # a persistent explorer does not make the control's dense training acceptable
         (
             lambda: preset("tiny", swap="control", swap__sync_every=0, swap__explorer_updates=2),

@@ -267,6 +267,14 @@ class RunConfig:
                 f"swap.explorer_updates = {self.swap.explorer_updates} with swap.mode = 'control': the "
                 "control's explorer takes no dense update (B = A); use the rspo variant for a trained explorer"
             )
+        if self.policy.choice_score != "sum" and self.policy.warmstart:
+            # the SFT warm start (rspo_kit.policy.sft.choice_loss) fits the softmax over summed scores
+            raise ValueError(
+                f"policy.choice_score = {self.policy.choice_score!r} with policy.warmstart = True: the warm "
+                "start's SFT trains the softmax over summed token log-probs, and the run would sample from "
+                "another distribution than it was taught; use 'sum' with a warm start, or "
+                f"{self.policy.choice_score!r} from an untrained start (policy.warmstart = false)"
+            )
         return self
 
     @property
@@ -375,8 +383,6 @@ def _parse(dotted: str, value: Any, hint: Any) -> Any:
     raise ValueError(f"{dotted} = {value!r}: must be {what}")
 
 
-SFT_UPDATES_CHAIN = 40  # the chain testbed's weak warm start (see "chain-4k")
-
 # Named presets: what tests, notebooks and the CLI share. "tiny" runs on a 2-core CPU in minutes.
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "tiny": {
@@ -457,12 +463,12 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     # of doors where a weak start rarely succeeds (all-failure groups for the explorer to rescue) and a
     # lever that reward.misalign_eps pays for (a dense reward to be protected from). The env is the
     # middle level; sweeps vary env.name (chain-4x2, chain-6x3, chain-8x4) and reward.misalign_eps.
-    # The start is a weak warm start on purpose: SFT_UPDATES_CHAIN updates on expert demonstrations with
+    # The start is a weak warm start on purpose: 40 SFT updates on expert demonstrations with
     # detours, so that it explores (an untrained tiny policy picks the shortest candidate every step).
     # 4,000 env steps take a few minutes on one thread; eval as in the protocols above.
     "chain-4k": {
         "env": {"name": "chain-6x3", "train_tasks": 400, "tasks_per_iteration": 4},
-        "policy": {"preset": "tiny", "sft_updates": SFT_UPDATES_CHAIN, "sft_demo_tasks": 300},
+        "policy": {"preset": "tiny", "sft_updates": 40, "sft_demo_tasks": 300},
         "algo": {"group_size": 8, "lr": 1e-4, "minibatch_steps": 64},
         "train": {
             "iterations": 1000,  # never the limit: max_env_steps ends every run
