@@ -303,7 +303,7 @@ def test_archived_runs_load_and_give_the_swap_statistics_per_cell(tmp_path):
     spec = map_figure(stats[stats["variant"] == "rspo"], facet="statistic")
     assert len(spec["data"]) == 2 * 9  # a row of panels per statistic, one per explorer setting
     assert "cmid" not in spec["layout"]["coloraxis"]  # shares: a one-sided scale
-    assert describe_map(one).startswith("all_failure_share (%): 1 cells, 3 seeds each. Means range from 37.5")
+    assert describe_map(one) == "all_failure_share (%): 1 cell, 3 seeds each. Every cell's mean is 37.5."
 
 
 def test_a_missing_archive_says_which_commands_make_it(tmp_path):

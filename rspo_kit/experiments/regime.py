@@ -569,7 +569,8 @@ def describe_map(table: pd.DataFrame, keys: MapKeys = KEYS, label: str = "") -> 
     units = {"percent": " (percentage points)" if signed else " (%)", "points": " (points)"}.get(unit, "")
     seeds = sorted(set(table["n"]))
     n_text = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
-    lines = [f"{what}{units}: {len(table)} cells, {n_text} seeds each."]
+    count = f"{len(table)} cell" + ("s" if len(table) != 1 else "")
+    lines = [f"{what}{units}: {count}, {n_text} seeds each."]
     finite = table[table["mean"].map(lambda v: math.isfinite(v))]
     if signed:
         for side, chosen in (("above", finite["ci_low"] > 0), ("below", finite["ci_high"] < 0)):
@@ -584,7 +585,9 @@ def describe_map(table: pd.DataFrame, keys: MapKeys = KEYS, label: str = "") -> 
     if len(finite):
         low, high = finite.loc[finite["mean"].idxmin()], finite.loc[finite["mean"].idxmax()]
         lines.append(
-            f"Means range from {_show(low['mean'], unit, signed)} ({_cell_name(low, keys)}) "
+            f"Every cell's mean is {_show(low['mean'], unit, signed)}."
+            if low["mean"] == high["mean"]
+            else f"Means range from {_show(low['mean'], unit, signed)} ({_cell_name(low, keys)}) "
             f"to {_show(high['mean'], unit, signed)} ({_cell_name(high, keys)})."
         )
         by = finite.groupby(keys.explorer, sort=False, dropna=False)["mean"].mean()
