@@ -463,12 +463,14 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     # of doors where a weak start rarely succeeds (all-failure groups for the explorer to rescue) and a
     # lever that reward.misalign_eps pays for (a dense reward to be protected from). The env is the
     # middle level; sweeps vary env.name (chain-4x2, chain-6x3, chain-8x4) and reward.misalign_eps.
-    # The start is a weak warm start on purpose: 40 SFT updates on expert demonstrations with
-    # detours, so that it explores (an untrained tiny policy picks the shortest candidate every step).
-    # 4,000 env steps take a few minutes on one thread; eval as in the protocols above.
+    # The start is a weak warm start on purpose, so that it explores: an untrained tiny policy picks the
+    # shortest candidate at every step (never a success), while 200 SFT updates on the expert's
+    # demonstrations with detours have learnt to listen and then open a door, not yet which door
+    # (sampled success 10% / 0.8% / 0% on chain-4x2 / 6x3 / 8x4; by 400 updates it copies the clue
+    # and wins 58% / 94%: benchmarks/testbed_start.py). 4,000 env steps take minutes on one thread.
     "chain-4k": {
         "env": {"name": "chain-6x3", "train_tasks": 400, "tasks_per_iteration": 4},
-        "policy": {"preset": "tiny", "sft_updates": 40, "sft_demo_tasks": 300},
+        "policy": {"preset": "tiny", "sft_updates": 200, "sft_demo_tasks": 300},
         "algo": {"group_size": 8, "lr": 1e-4, "minibatch_steps": 64},
         "train": {
             "iterations": 1000,  # never the limit: max_env_steps ends every run
