@@ -297,3 +297,28 @@ def test_prompt_memory_names_room_and_clue_not_webshop_fields():
     ctx.advance(action, env.step(action).obs.text, env.admissible_actions())
     assert ctx.memory.render() == "Room 2 of 6. Heard: nothing."
     assert isinstance(EpisodeContext("chain-3x4", "", "Room 1 of 3. Doors: red.", ()).memory, ChainMemory)
+
+
+# ---------------------------------------------------------------------------------------------- warm start
+
+
+def test_demonstrations_label_only_the_experts_steps_in_choice_mode():
+    from rspo_kit.envs.batch import BatchRunner
+    from rspo_kit.policy.rollout import Policy
+    from rspo_kit.policy.sft import collect_demonstrations
+
+    policy = Policy.load("tiny", mode="choice", seed=0)
+    tasks = list_tasks("chain-4x2", split="train", n=6)
+    with BatchRunner("chain-4x2", n_workers=0) as runner:
+        samples, stats = collect_demonstrations(
+            policy, runner, tasks, p_detour=0.3, seed=0, progress_bar=False
+        )
+    assert stats["teacher_success"] > 0 and len(samples) >= 6 * 8 * 0.5
+    assert {s.verb for s in samples} == {"listen", "open"}  # detours (a pulled lever too) are never labels
+    for s in samples:
+        actions = [policy.tokenizer.decode(c, skip_special_tokens=True).strip() for c in s.candidates]
+        assert actions[0] == "listen" and s.chosen is not None
+        prompt = policy.tokenizer.decode(s.prompt)
+        heard = prompt.split("Heard: ", 1)[1].split(".", 1)[0]
+        # the teacher opens the door whose wind the prompt's memory holds, and listens when it holds none
+        assert actions[s.chosen] == ("listen" if heard == "nothing" else f"open {heard} door"), prompt
