@@ -1066,3 +1066,13 @@ def test_the_update_scores_candidates_as_the_rollout_sampled_them(choice_score, 
         differently = torch.cat(score_steps(other, steps, cfg.policy.temperature).logp)
     torch.testing.assert_close(again, stored, rtol=1e-4, atol=1e-5)
     assert not torch.allclose(differently, stored, rtol=1e-4, atol=1e-5)
+
+
+def test_a_persistent_control_keeps_the_starting_policy_as_its_explorer(tmp_path):
+    """The control with ``sync_every=0``: B <- A once and no dense update, so B stays the start."""
+    cfg = _smoke("dial", "grpo", "control", tmp_path, swap__sync_every=0, swap__replay_filter="all")
+    trainer = _trainer(cfg)
+    start = _params(trainer, "actor")
+    m = trainer.run().metrics
+    assert m["explorer_rollout/env_steps"].iloc[1:].gt(0).all() and "explorer/loss/policy" not in m
+    assert not _changed(start, _params(trainer, "explorer")) and _changed(start, _params(trainer, "actor"))
