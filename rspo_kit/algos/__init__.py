@@ -22,8 +22,7 @@ or normalisations could lose precision, results in the input's floating dtype.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from rspo_kit._lazy import lazy_exports
 
 # Each name loads its module (and torch) on first use, so that ``rspo_kit.train.config`` can take
 # ``OffPolicyMode`` from ``offpolicy`` without importing torch.
@@ -57,11 +56,4 @@ _HOME = {name: f"rspo_kit.algos.{module}" for module, names in _NAMES.items() fo
 __all__ = sorted(_HOME)
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(_HOME[name]), name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOME])
+__getattr__, __dir__ = lazy_exports(__name__, _HOME)

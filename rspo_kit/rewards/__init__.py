@@ -6,9 +6,7 @@
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
-
+from rspo_kit._lazy import lazy_exports
 from rspo_kit.rewards import alfworld, chain, webshop  # noqa: F401  (importing them registers the built-in rewards)
 from rspo_kit.rewards.outcome import (
     OUTCOME_MODES,
@@ -60,14 +58,7 @@ _NAMES = {
 _HOME = {name: f"rspo_kit.rewards.{module}" for module, names in _NAMES.items() for name in names}
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(_HOME[name]), name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOME])
+__getattr__, __dir__ = lazy_exports(__name__, _HOME)
 
 
 __all__ = [
