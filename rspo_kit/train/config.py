@@ -383,6 +383,23 @@ def _parse(dotted: str, value: Any, hint: Any) -> Any:
     raise ValueError(f"{dotted} = {value!r}: must be {what}")
 
 
+def _protocol_train(max_env_steps: int, eval_every: int) -> dict[str, Any]:
+    """What every experiment protocol shares: runs end at an env-step budget; learning curves on 40
+    valid tasks (never tune on the test splits); at the end all 120 tasks of eval and eval_unseen,
+    greedy and sampled; one torch thread, so parallel cells do not fight over the cores."""
+    return {
+        "iterations": 1000,  # never the limit: max_env_steps ends every run
+        "max_env_steps": max_env_steps,
+        "eval_split": "valid",
+        "eval_n": 40,
+        "eval_every": eval_every,
+        "final_eval_split": "eval,eval_unseen",
+        "final_eval_n": 120,
+        "final_eval_sampled": True,
+        "threads": 1,
+    }
+
+
 # Named presets: what tests, notebooks and the CLI share. "tiny" runs on a 2-core CPU in minutes.
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "tiny": {
@@ -429,13 +446,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "warmstart_from": "results/warm_starts/alfworld_tiny_sft1536_cap30/policy",
         },
         "algo": {"group_size": 8, "lr": 3e-5, "minibatch_steps": 64},
-        "train": {
-            "iterations": 1000,  # never the limit: max_env_steps ends every run
-            "max_env_steps": 40_000,
-            **{"eval_split": "valid", "eval_n": 40, "eval_every": 5},
-            **{"final_eval_split": "eval,eval_unseen", "final_eval_n": 120, "final_eval_sampled": True},
-            "threads": 1,
-        },
+        "train": _protocol_train(max_env_steps=40_000, eval_every=5),
     },
     # WebShop: 7,000 env steps (plain GRPO's best valid evaluation came at 6.7k and fell after: chosen
     # on valid, on plain GRPO's own curve), lr 1e-4 (tuned on valid for GRPO), partial credit (score /
@@ -451,13 +462,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "reward": {"outcome_mode": "score"},
         "swap": {"replay_filter": "outcome_above_mean"},
         "algo": {"group_size": 8, "lr": 1e-4, "minibatch_steps": 64},
-        "train": {
-            "iterations": 1000,  # never the limit: max_env_steps ends every run
-            "max_env_steps": 7_000,
-            **{"eval_split": "valid", "eval_n": 40, "eval_every": 5},
-            **{"final_eval_split": "eval,eval_unseen", "final_eval_n": 120, "final_eval_sampled": True},
-            "threads": 1,
-        },
+        "train": _protocol_train(max_env_steps=7_000, eval_every=5),
     },
     # The chain testbed (rspo_kit.envs.chain), where RSPO's two mechanisms have room to act: long chains
     # of doors where a weak start rarely succeeds (all-failure groups for the explorer to rescue) and a
@@ -472,13 +477,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "env": {"name": "chain-6x3", "train_tasks": 400, "tasks_per_iteration": 4},
         "policy": {"preset": "tiny", "sft_updates": 200, "sft_demo_tasks": 300},
         "algo": {"group_size": 8, "lr": 1e-4, "minibatch_steps": 64},
-        "train": {
-            "iterations": 1000,  # never the limit: max_env_steps ends every run
-            "max_env_steps": 4_000,
-            **{"eval_split": "valid", "eval_n": 40, "eval_every": 2},
-            **{"final_eval_split": "eval,eval_unseen", "final_eval_n": 120, "final_eval_sampled": True},
-            "threads": 1,
-        },
+        "train": _protocol_train(max_env_steps=4_000, eval_every=2),
     },
 }
 
