@@ -37,7 +37,7 @@ from typing import Any
 
 import pandas as pd
 
-from rspo_kit.experiments.report import Unit, pooled_sweep, run_statistics, unit_of
+from rspo_kit.experiments.report import Unit, pooled_sweep, run_statistics, unit_of, value_text
 from rspo_kit.experiments.sweep import MANIFEST, SEED_KEY, mean_ci
 from rspo_kit.records import load_metrics
 
@@ -369,15 +369,6 @@ def swap_statistics(
 
 
 # ------------------------------------------------------------------------------------ the display
-def _show(value: float, unit: Unit, signed: bool = False) -> str:
-    if value is None or not math.isfinite(value):
-        return "—"
-    sign = "+" if signed else ""
-    if unit == "percent":
-        return f"{100 * value:{sign}.1f}"
-    return f"{value:{sign}.1f}" if unit == "points" else f"{value:{sign}.3g}"
-
-
 def interval_text(mean: float, low: float, high: float, unit: Unit, signed: bool = False) -> str:
     """``mean [low, high]``, fractions in percent; the mean alone without an interval; — without a mean.
 
@@ -389,8 +380,8 @@ def interval_text(mean: float, low: float, high: float, unit: Unit, signed: bool
     if not math.isfinite(mean):
         return "—"
     if not (math.isfinite(low) and math.isfinite(high)):
-        return _show(mean, unit, signed)
-    return f"{_show(mean, unit, signed)} [{_show(low, unit, signed)}, {_show(high, unit, signed)}]"
+        return value_text(mean, unit, signed)
+    return f"{value_text(mean, unit, signed)} [{value_text(low, unit, signed)}, {value_text(high, unit, signed)}]"
 
 
 def explorer_label(value: Any, key: str = KEYS.explorer) -> str:
@@ -585,15 +576,16 @@ def describe_map(table: pd.DataFrame, keys: MapKeys = KEYS, label: str = "") -> 
     if len(finite):
         low, high = finite.loc[finite["mean"].idxmin()], finite.loc[finite["mean"].idxmax()]
         lines.append(
-            f"Every cell's mean is {_show(low['mean'], unit, signed)}."
+            f"Every cell's mean is {value_text(low['mean'], unit, signed)}."
             if low["mean"] == high["mean"]
-            else f"Means range from {_show(low['mean'], unit, signed)} ({_cell_name(low, keys)}) "
-            f"to {_show(high['mean'], unit, signed)} ({_cell_name(high, keys)})."
+            else f"Means range from {value_text(low['mean'], unit, signed)} ({_cell_name(low, keys)}) "
+            f"to {value_text(high['mean'], unit, signed)} ({_cell_name(high, keys)})."
         )
         by = finite.groupby(keys.explorer, sort=False, dropna=False)["mean"].mean()
         if len(by) > 1:
             parts = [
-                f"{explorer_label(_level(x), keys.explorer)} {_show(v, unit, signed)}" for x, v in by.items()
+                f"{explorer_label(_level(x), keys.explorer)} {value_text(v, unit, signed)}"
+                for x, v in by.items()
             ]
             lines.append("Mean over the cells, by explorer setting: " + "; ".join(parts) + ".")
     return " ".join(lines)

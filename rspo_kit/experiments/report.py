@@ -67,7 +67,8 @@ PERCENT_SUFFIXES = ("success", "score", "outcome", "ci_low", "ci_high", "share",
 Unit = Literal["percent", "points", "number"]
 
 
-def _show(value: float, unit: Unit, signed: bool = False) -> str:
+def value_text(value: float, unit: Unit, signed: bool = False) -> str:
+    """One value in its unit: fractions in percent, score points to one decimal; — for a missing one."""
     if value is None or not math.isfinite(value):
         return "—"
     sign = "+" if signed else ""
@@ -89,11 +90,11 @@ def cell_text(values: Sequence[float], unit: Unit, signed: bool = False) -> str:
     """
     if not any(v is not None and math.isfinite(v) for v in values):
         return "—"
-    shown = " / ".join(_show(v, unit, signed) for v in values)
+    shown = " / ".join(value_text(v, unit, signed) for v in values)
     if len(values) < 2:
         return shown
     mean, low, high = mean_ci(values)
-    return f"{shown} → {_show(mean, unit, signed)} [{_show(low, unit, signed)}, {_show(high, unit, signed)}]"
+    return f"{shown} → {value_text(mean, unit, signed)} [{value_text(low, unit, signed)}, {value_text(high, unit, signed)}]"
 
 
 def unit_of(metric: str, values: pd.Series) -> Unit:
@@ -379,7 +380,7 @@ def reference_table(
 def _difference(values: pd.Series, unit: Unit) -> str:
     """Mean [95% t-interval] of per-task differences, signed."""
     mean, low, high = mean_ci(values.tolist())
-    return f"{_show(mean, unit, True)} [{_show(low, unit, True)}, {_show(high, unit, True)}]"
+    return f"{value_text(mean, unit, True)} [{value_text(low, unit, True)}, {value_text(high, unit, True)}]"
 
 
 def cell_episodes(folders: Mapping[str, Path], cells: Sequence[str]) -> dict[str, pd.DataFrame]:
