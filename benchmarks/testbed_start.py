@@ -1,12 +1,17 @@
 """How the chain testbed's starting policy explores: success and action entropy of the warm start per level.
 
     python benchmarks/testbed_start.py --updates 0 20 40 80 --levels chain-4x2 chain-6x3 chain-8x4
+    python benchmarks/testbed_start.py --updates 1200 --noise 0.5 --levels chain-4x2 chain-4x2-cap10 chain-4x2-cap8
+    python benchmarks/testbed_start.py --updates 1200 --noise 0.5 --own-level --levels chain-6x3 chain-8x4
 
-For each SFT update count and level: the ``chain-4k`` protocol's warm start (built once and cached under
+For each SFT update count and level: the ``chain-4k`` protocol's warm start with that many updates (built once and cached under
 the run's own key, so runs of that configuration start from the very policy measured here), then on
 ``--n`` eval tasks the greedy success, the sampled success (one episode per task, temperature 1) and
 the mean entropy (nats) of the softmax over the candidates on the sampled episodes' steps, beside
-log(number of candidates), the entropy of a uniform choice. ``--updates 0`` is the untrained preset.
+log(number of candidates), the entropy of a uniform choice. ``--updates 0`` is the untrained preset;
+``--noise`` sets ``policy.sft_label_noise`` (the share of demonstration labels made random; default 0);
+the demonstrations come from ``chain-4k``'s ``policy.sft_env`` (chain-4x2), or with ``--own-level``
+from each level itself. ``chain-4k``'s own start is ``--updates 1200 --noise 0.5``.
 """
 
 from __future__ import annotations
@@ -45,8 +50,11 @@ def entropy_probe():
         rollout_module.candidate_logprobs = score
 
 
-def measure(level: str, updates: int, n: int) -> dict:
+def measure(level: str, updates: int, n: int, noise: float = 0.0, own_level: bool = False) -> dict:
     cfg = preset("chain-4k", algo="grpo").override("env.name", level)
+    cfg.override("policy.sft_label_noise", noise)
+    if own_level:
+        cfg.policy.sft_env = None
     if updates:
         cfg.override("policy.sft_updates", updates)
     else:
@@ -61,6 +69,8 @@ def measure(level: str, updates: int, n: int) -> dict:
     return {
         "level": level,
         "sft_updates": updates,
+        "label_noise": cfg.policy.sft_label_noise,
+        "demonstrations_from": cfg.policy.sft_env or level,
         "greedy": greedy.success,
         "sampled": sampled.success,
         "entropy": sum(e for e, _ in seen) / max(1, len(seen)),
@@ -75,16 +85,19 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--levels", nargs="+", default=["chain-4x2", "chain-6x3", "chain-8x4"])
     ap.add_argument("--updates", nargs="+", type=int, default=[40])
+    ap.add_argument("--noise", nargs="+", type=float, default=[0.0], help="policy.sft_label_noise")
+    ap.add_argument("--own-level", action="store_true", help="demonstrations from each level itself")
     ap.add_argument("--n", type=int, default=120, help="eval tasks")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    print("| level | SFT updates | greedy | sampled | entropy (nats) | uniform | steps |")
-    print("|---|---|---|---|---|---|---|")
-    for updates in args.updates:
+    print("| level | SFT updates | label noise | greedy | sampled | entropy (nats) | uniform | steps |")
+    print("|---|---|---|---|---|---|---|---|")
+    for updates, noise in [(u, x) for u in args.updates for x in args.noise]:
         for level in args.levels:
-            r = measure(level, updates, args.n)
+            r = measure(level, updates, args.n, noise, args.own_level)
             print(
-                f"| {level} | {updates} | {100 * r['greedy']:.1f}% | {100 * r['sampled']:.1f}% "
+                f"| {level} | {updates} | {r['label_noise']} | {100 * r['greedy']:.1f}% "
+                f"| {100 * r['sampled']:.1f}% "
                 f"| {r['entropy']:.2f} | {r['uniform_entropy']:.2f} | {r['steps']} |",
                 flush=True,
             )

@@ -322,3 +322,31 @@ def test_demonstrations_label_only_the_experts_steps_in_choice_mode():
         heard = prompt.split("Heard: ", 1)[1].split(".", 1)[0]
         # the teacher opens the door whose wind the prompt's memory holds, and listens when it holds none
         assert actions[s.chosen] == ("listen" if heard == "nothing" else f"open {heard} door"), prompt
+
+
+def test_label_noise_replaces_that_share_of_labels_with_admissible_actions_and_zero_changes_nothing():
+    from rspo_kit.envs.batch import BatchRunner
+    from rspo_kit.policy.rollout import Policy
+    from rspo_kit.policy.sft import collect_demonstrations
+
+    policy = Policy.load("tiny", mode="choice", seed=0)
+    tasks = list_tasks("chain-4x2", split="train", n=40)
+
+    def demos(noise):
+        with BatchRunner("chain-4x2", n_workers=0) as runner:
+            return collect_demonstrations(
+                policy, runner, tasks, p_detour=0.0, seed=0, progress_bar=False, label_noise=noise
+            )
+
+    clean, clean_stats = demos(0.0)
+    noisy, noisy_stats = demos(0.5)
+    # the teacher still acts: the same episodes, the same states, only labels change
+    assert noisy_stats["teacher_success"] == clean_stats["teacher_success"] == 1.0
+    assert [s.prompt for s in noisy] == [s.prompt for s in clean]
+    changed = [c.chosen != n.chosen for c, n in zip(clean, noisy, strict=True)]
+    # a random label is the teacher's own with chance 1/4 (4 candidates): about 0.5 * 3/4 change
+    assert 0.25 < sum(changed) / len(changed) < 0.5
+    assert {n.verb for n in noisy} == {"listen", "open", "pull"}
+    assert [s.chosen for s in demos(0.0)[0]] == [s.chosen for s in clean]
+    with pytest.raises(ValueError, match="label_noise"):
+        demos(1.0)

@@ -801,6 +801,29 @@ def test_a_warm_start_by_updates_is_cached_apart_from_one_by_minutes_and_ignores
         preset("tiny", policy__sft_updates=0)
 
 
+def test_levels_that_take_their_demonstrations_from_one_env_share_one_warm_start():
+    from rspo_kit.train.setup import warmstart_key, warmstart_recipe
+
+    def cfg(level, **policy):
+        c = preset("chain-4k", algo="grpo").override("env.name", level)
+        for k, v in policy.items():
+            setattr(c.policy, k, v)
+        return c
+
+    shared = {warmstart_key(cfg(level)) for level in ("chain-4x2", "chain-4x2-cap10", "chain-4x2-cap8")}
+    assert len(shared) == 1 and shared.pop().startswith("chain-4x2_")
+    # without sft_env each level, and its cap, is a warm start of its own
+    own = {warmstart_key(cfg(level, sft_env=None)) for level in ("chain-4x2", "chain-4x2-cap8", "chain-6x3")}
+    assert len(own) == 3
+    c = cfg("chain-6x3").override("env.max_steps", 10)
+    assert warmstart_recipe(c)["env"] == "chain-4x2" and warmstart_recipe(c)["max_steps"] is None
+    # label noise is part of the recipe; a clean start keeps the key it had without the field
+    assert warmstart_key(cfg("chain-4x2", sft_label_noise=0.3)) != warmstart_key(cfg("chain-4x2"))
+    assert "label_noise" not in warmstart_recipe(preset("tiny", env="webshop"))
+    with pytest.raises(ValueError, match="sft_label_noise"):
+        preset("chain-4k", algo="grpo", policy__sft_label_noise=1.0)
+
+
 def test_a_warm_start_trains_on_one_thread_whatever_the_caller_set(tmp_path, monkeypatch):
     """SFT on two threads is not bit-reproducible: the cached warm start must not depend on the caller's."""
     import rspo_kit.policy.sft as sft_module

@@ -44,7 +44,7 @@ from rspo_kit.records import load_metrics
 ARCHIVE = "results/regime_map/archive"  # the committed runs notebook 07 draws by default
 PROTOCOL = "chain-4k"  # the testbed's protocol preset: budget, warm start, evaluations
 SWEEP_OUT = "runs/sweeps/regime_map"
-LEVELS = ["chain-4x2", "chain-6x3", "chain-8x4"]
+LEVELS = ["chain-4x2", "chain-4x2-cap10", "chain-4x2-cap8"]
 EPS = [0.0, 0.5, 0.9]
 SEEDS = [0, 1, 2]
 # Two grids into one folder, read as one sweep. The baselines have no explorer: they run once per
@@ -171,10 +171,16 @@ def _levels(values: Iterable[Any]) -> list[Any]:
     return sorted(seen) if numeric else seen
 
 
-def _chain_size(level: Any) -> tuple[int, int] | None:
-    """(rooms, doors) of a level named like ``chain-6x3``; None for another name."""
-    m = re.search(r"(\d+)x(\d+)", str(level))
-    return (int(m.group(1)), int(m.group(2))) if m else None
+def _chain_difficulty(level: Any) -> tuple[float, int] | None:
+    """How hard a level named like ``chain-6x3`` or ``chain-4x2-cap8`` is, as a sort key: rooms · ln
+    doors, then the spare steps its cap leaves over the 2 · rooms the expert needs, fewest last (the
+    default cap is 3 · rooms); None for another name."""
+    m = re.search(r"(\d+)x(\d+)(?:-cap(\d+))?", str(level))
+    if m is None:
+        return None
+    rooms, doors = int(m.group(1)), int(m.group(2))
+    cap = int(m.group(3)) if m.group(3) else 3 * rooms
+    return rooms * math.log(doors), -(cap - 2 * rooms)
 
 
 def difficulty_order(
@@ -183,13 +189,17 @@ def difficulty_order(
     """The difficulty levels of ``runs``, easiest first, never alphabetically.
 
     Levels named ``<rooms>x<doors>`` (``chain-6x3``) in order of how rarely a uniform random choice of
-    door crosses every room, doors^-rooms (so by rooms · ln doors); otherwise by the ``baseline``
+    door crosses every room, doors^-rooms (so by rooms · ln doors), then by the steps their episode
+    cap (``-cap<steps>``) leaves to spare, most first; otherwise by the ``baseline``
     variant's mean ``start`` success (the starting policy's evaluation), highest first; otherwise in
     the order the runs list them.
 
     >>> runs = pd.DataFrame({"env.name": ["chain-8x4", "chain-10x2", "chain-4x2"], "train.seed": 0})
     >>> difficulty_order(runs)
     ['chain-4x2', 'chain-10x2', 'chain-8x4']
+    >>> runs = pd.DataFrame({"env.name": ["chain-4x2-cap8", "chain-4x2", "chain-4x2-cap10"], "train.seed": 0})
+    >>> difficulty_order(runs)
+    ['chain-4x2', 'chain-4x2-cap10', 'chain-4x2-cap8']
     >>> runs = pd.DataFrame({"env.name": ["b", "a", "c", "a"], "variant": "plain",
     ...                      "start_success": [0.1, 0.2, 0.5, 0.4], "train.seed": 0})
     >>> difficulty_order(runs)
@@ -197,9 +207,9 @@ def difficulty_order(
     """
     runs = _prepared(runs, keys)
     levels = list(dict.fromkeys(runs[keys.difficulty]))
-    sizes = {level: _chain_size(level) for level in levels}
+    sizes = {level: _chain_difficulty(level) for level in levels}
     if all(sizes.values()):
-        return sorted(levels, key=lambda level: sizes[level][0] * math.log(sizes[level][1]))
+        return sorted(levels, key=lambda level: sizes[level])
     if start in runs:
         base = runs[runs[keys.variant] == baseline]
         base = base if len(base) else runs

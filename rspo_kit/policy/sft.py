@@ -51,6 +51,7 @@ def collect_demonstrations(
     seed: int = 0,
     progress_bar: bool = True,
     follow: Literal["teacher", "policy"] = "teacher",
+    label_noise: float = 0.0,
 ) -> tuple[list[Sample], dict]:
     """Per-step (prompt, teacher action) samples on ``tasks``, and how the episodes went.
 
@@ -60,12 +61,21 @@ def collect_demonstrations(
     with what the teacher would do there: the states a greedy warm start loops in when one wrong step
     took it off the teacher's path, which teacher demonstrations never show. The stats then give the
     policy's success rate and how often it already agreed with the teacher.
+
+    ``label_noise``: the share of samples whose label is a uniformly random admissible action instead
+    of the teacher's (the teacher still acts). SFT to convergence then gives a start that knows the task
+    but is unsure of it: it puts about ``1 - label_noise`` on the teacher's action, the rest spread over
+    the candidates, so its sampled success falls smoothly as the noise grows (the chain testbed's
+    starting-difficulty knob), where fewer updates only switch between knowing and not knowing.
     """
     from tqdm.auto import tqdm
 
     if follow not in ("teacher", "policy"):
         raise ValueError(f"follow must be 'teacher' or 'policy', got {follow!r}")
+    if not 0.0 <= label_noise < 1.0:
+        raise ValueError(f"label_noise must be in [0, 1), got {label_noise}")
     rng = random.Random(seed)
+    noise_rng = random.Random(seed + 1)  # its own stream: noise 0 leaves the demonstrations unchanged
     contexts: dict[int, EpisodeContext] = {}
     for slot, obs in enumerate(runner.reset(tasks)):
         if obs is not None:
@@ -100,6 +110,8 @@ def collect_demonstrations(
                 continue
             states += 1
             agreed += actions[s] == label or _verb(actions[s]) == _verb(label) == "search"
+            if label_noise and noise_rng.random() < label_noise and contexts[s].admissible:
+                label = noise_rng.choice(contexts[s].admissible)
             key = (tuple(prompts[s]), label)
             if follow == "teacher" or key not in seen:
                 seen.add(key)
@@ -189,6 +201,9 @@ class SFTConfig:
     # the policy acts greedily on ``dagger_tasks`` train tasks and the teacher labels its states
     dagger_rounds: int = 0
     dagger_tasks: int = 100
+    # share of teacher-demonstration labels replaced by a random admissible action (see
+    # ``collect_demonstrations``); 0 keeps the teacher's labels
+    label_noise: float = 0.0
 
     def __post_init__(self) -> None:
         if self.lr <= 0 or self.batch_size < 1 or self.epochs < 1:
@@ -383,7 +398,9 @@ def warm_start(
 
 
 def _warm_start(policy, runner, tasks, cfg, p_detour, seed, progress_bar) -> dict:
-    samples, demo = collect_demonstrations(policy, runner, tasks, p_detour, seed, progress_bar)
+    samples, demo = collect_demonstrations(
+        policy, runner, tasks, p_detour, seed, progress_bar, label_noise=cfg.label_noise
+    )
     rng, start = random.Random(seed), time.perf_counter()
     phases = cfg.dagger_rounds + 1
     losses, rounds = [], []

@@ -79,6 +79,12 @@ class PolicyConfig:
     sft_lr: float = 2e-3
     sft_balance: float = 0.5  # verb-balanced SFT weights, freq(verb) ** -balance (0: unweighted)
     sft_dagger_rounds: int = 0  # DAgger rounds inside the SFT budget (see policy.sft.warm_start)
+    # share of demonstration labels replaced by a random admissible action: a start that knows the task
+    # but is unsure of it, its sampled success falling smoothly with the noise (policy.sft)
+    sft_label_noise: float = 0.0
+    # the env whose demonstrations the warm start learns from, under that env's own episode cap (None:
+    # the run's env and cap): one warm start shared by levels that differ in what RL trains on
+    sft_env: str | None = None
     lora: bool | None = None  # None: LoRA for pretrained models, full fine-tuning for tiny/small
     lora_rank: int = 16
     temperature: float = 1.0  # sampling temperature of training rollouts (log-probs use the same)
@@ -95,6 +101,8 @@ class PolicyConfig:
         _require(self, "sft_updates", self.sft_updates is None or self.sft_updates >= 1, ">= 1 or None")
         _require(self, "sft_balance", self.sft_balance >= 0, ">= 0")
         _require(self, "sft_dagger_rounds", self.sft_dagger_rounds >= 0, ">= 0")
+        _require(self, "sft_label_noise", 0 <= self.sft_label_noise < 1, "in [0, 1)")
+        _require(self, "sft_env", self.sft_env != "", "None or an env name")
         _require(self, "temperature", self.temperature > 0, "> 0")
         _require(self, "warmstart_from", self.warmstart_from != "", "None or a policy folder")
 
@@ -464,20 +472,30 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "algo": {"group_size": 8, "lr": 1e-4, "minibatch_steps": 64},
         "train": _protocol_train(max_env_steps=7_000, eval_every=5),
     },
-    # The chain testbed (rspo_kit.envs.chain), where RSPO's two mechanisms have room to act: long chains
-    # of doors where a weak start rarely succeeds (all-failure groups for the explorer to rescue) and a
-    # lever that reward.misalign_eps pays for (a dense reward to be protected from). The env is the
-    # middle level; sweeps vary env.name (chain-4x2, chain-6x3, chain-8x4) and reward.misalign_eps.
-    # The start is a weak warm start on purpose, so that it explores: an untrained tiny policy picks the
-    # shortest candidate at every step (never a success), while 200 SFT updates on the expert's
-    # demonstrations with detours have learnt to listen and then open a door, not yet which door
-    # (sampled success 10% / 0.8% / 0% on chain-4x2 / 6x3 / 8x4; by 400 updates it copies the clue
-    # and wins 58% / 94%: benchmarks/testbed_start.py). 4,000 env steps take minutes on one thread.
+    # The chain testbed (rspo_kit.envs.chain), where RSPO's two mechanisms have room to act: groups where
+    # a weak start fails every time (for the explorer's successes to rescue) and a lever that
+    # reward.misalign_eps pays for (a dense reward to be protected from). Difficulty is the slack of the
+    # episode cap on chain-4x2 (sweeps: env.name chain-4x2, chain-4x2-cap10, chain-4x2-cap8; the expert
+    # needs 8 steps): the start's sampled success 38% / 24% / 8%, so that a group of 8 fails every time
+    # in 2% / 11% / 51% of groups. The start knows the task but is unsure of it: 1,200 SFT updates on
+    # chain-4x2's demonstrations with half the labels made random (policy.sft_label_noise 0.5) copy the
+    # clue (greedy success 98%) yet put only about 0.6 on a right action (benchmarks/testbed_start.py).
+    # It is one warm start for every level (policy.sft_env): the same noisy SFT on longer chains or more
+    # doors has not yet learnt to copy the clue by 1,200 updates (chain-6x3: greedy 2.5%), and neither
+    # have fewer clean updates (200: sampled 10% / 0.8% / 0% on chain-4x2 / 6x3 / 8x4), from which no
+    # variant learnt in 12k env steps. lr 1e-3: plain GRPO on chain-4x2-cap10 went from 12% to 81% rollout
+    # success in 4k env steps (3e-4: to 50%).
     "chain-4k": {
-        "env": {"name": "chain-6x3", "train_tasks": 400, "tasks_per_iteration": 4},
-        "policy": {"preset": "tiny", "sft_updates": 200, "sft_demo_tasks": 300},
-        "algo": {"group_size": 8, "lr": 1e-4, "minibatch_steps": 64},
-        "train": _protocol_train(max_env_steps=4_000, eval_every=2),
+        "env": {"name": "chain-4x2", "train_tasks": 400, "tasks_per_iteration": 4},
+        "policy": {
+            "preset": "tiny",
+            "sft_env": "chain-4x2",
+            "sft_updates": 1200,
+            "sft_demo_tasks": 300,
+            "sft_label_noise": 0.5,
+        },
+        "algo": {"group_size": 8, "lr": 1e-3, "minibatch_steps": 64},
+        "train": _protocol_train(max_env_steps=4_000, eval_every=3),
     },
 }
 

@@ -29,9 +29,10 @@ def warmstart_recipe(cfg: RunConfig) -> dict:
     """Everything that shapes ``cfg``'s warm start: what its cache key hashes."""
     p, e = cfg.policy, cfg.env
     return {
-        "env": e.name,
+        "env": p.sft_env or e.name,
         "engine": e.engine,
-        "max_steps": e.max_steps,  # demonstrations are collected under the run's episode cap
+        # demonstrations are collected under the run's episode cap, or sft_env's own
+        "max_steps": None if p.sft_env else e.max_steps,
         "preset": p.preset,
         "mode": p.mode,
         "demo_tasks": p.sft_demo_tasks,
@@ -40,6 +41,7 @@ def warmstart_recipe(cfg: RunConfig) -> dict:
         "balance": p.sft_balance,
         # only where set: the keys of warm starts without DAgger rounds stay what they are
         **({"dagger_rounds": p.sft_dagger_rounds} if p.sft_dagger_rounds else {}),
+        **({"label_noise": p.sft_label_noise} if p.sft_label_noise else {}),
         # a scratch preset's tokenizer and initial weights follow the corpus: a warm start built here
         # from an older corpus must not be reused (one installed from a folder carries its own tokenizer)
         **({"corpus": CORPUS_VERSION} if p.preset in SCRATCH_PRESETS and not p.warmstart_from else {}),
@@ -48,8 +50,9 @@ def warmstart_recipe(cfg: RunConfig) -> dict:
 
 
 def warmstart_key(cfg: RunConfig) -> str:
-    digest = hashlib.sha256(json.dumps(warmstart_recipe(cfg), sort_keys=True).encode()).hexdigest()[:12]
-    return f"{cfg.env.name}_{Path(cfg.policy.preset).name}_{digest}"
+    recipe = warmstart_recipe(cfg)
+    digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
+    return f"{recipe['env']}_{Path(cfg.policy.preset).name}_{digest}"
 
 
 def initial_policy(cfg: RunConfig, progress_bar: bool = True) -> tuple[Policy, dict]:
@@ -84,9 +87,12 @@ def initial_policy(cfg: RunConfig, progress_bar: bool = True) -> tuple[Policy, d
         max_updates=cfg.policy.sft_updates,
         balance=cfg.policy.sft_balance,
         dagger_rounds=cfg.policy.sft_dagger_rounds,
+        label_noise=cfg.policy.sft_label_noise,
     )
-    with BatchRunner(cfg.env.name, n_workers=cfg.env.n_workers, env_kwargs=cfg.env.env_kwargs) as runner:
-        tasks = list_tasks(cfg.env.name, split="train", n=cfg.policy.sft_demo_tasks)
+    env = cfg.policy.sft_env or cfg.env.name
+    kwargs = {"engine": cfg.env.engine} if cfg.policy.sft_env and cfg.env.engine else cfg.env.env_kwargs
+    with BatchRunner(env, n_workers=cfg.env.n_workers, env_kwargs=kwargs) as runner:
+        tasks = list_tasks(env, split="train", n=cfg.policy.sft_demo_tasks)
         done = warm_start(policy, runner, tasks, sft_cfg, progress_bar=progress_bar)
     save_policy(policy, folder)
     report = {

@@ -52,11 +52,11 @@ def register_chain(length: int, doors: int, max_steps: int | None = None) -> str
 
 
 def resolve_env(name: str) -> bool:
-    """Register ``chain-<length>x<doors>`` on first use (the registry asks here); False for other names."""
+    """Register ``chain-<length>x<doors>`` (``-cap<max_steps>``) on first use (the registry asks here); False for other names."""
     level = parse_level(name)
     if level is None:
         return False
-    register_chain(level.length, level.doors)
+    register_chain(level.length, level.doors, level.max_steps)
     return True
 
 

@@ -26,7 +26,7 @@ COLOURS = ("red", "blue", "green", "yellow", "white", "black", "brown", "purple"
 HELD_OUT_PAIRS = (("red", "green"), ("blue", "yellow"), ("white", "black"), ("brown", "purple"))
 MAX_DOORS = len(HELD_OUT_PAIRS)
 SPLIT_SIZES = {"train": 3000, "eval": 120, "eval_unseen": 120}
-NAME = re.compile(r"^chain-(\d+)x(\d+)$")
+NAME = re.compile(r"^chain-(\d+)x(\d+)(?:-cap(\d+))?$")
 
 
 @dataclass(frozen=True)
@@ -61,11 +61,15 @@ def parse_level(name: str) -> ChainLevel | None:
 
     >>> parse_level("chain-6x3")
     ChainLevel(length=6, doors=3, max_steps=None)
+    >>> parse_level("chain-4x2-cap8")
+    ChainLevel(length=4, doors=2, max_steps=8)
     >>> parse_level("alfworld") is None
     True
     """
     m = NAME.match(name)
-    return ChainLevel(int(m.group(1)), int(m.group(2))) if m else None
+    if m is None:
+        return None
+    return ChainLevel(int(m.group(1)), int(m.group(2)), int(m.group(3)) if m.group(3) else None)
 
 
 def _held_out(colours: tuple[str, ...]) -> bool:
