@@ -53,6 +53,7 @@ def entropy_probe():
 def measure(level: str, updates: int, n: int, noise: float = 0.0, own_level: bool = False) -> dict:
     cfg = preset("chain-4k", algo="grpo").override("env.name", level)
     cfg.override("policy.sft_label_noise", noise)
+    cfg.policy.warmstart_from = None  # build this recipe here, not install the committed start
     if own_level:
         cfg.policy.sft_env = None
     if updates:

@@ -493,6 +493,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "sft_updates": 1200,
             "sft_demo_tasks": 300,
             "sft_label_noise": 0.5,
+            "warmstart_from": "results/warm_starts/chain4x2_tiny_sft1200_noise05/policy",
         },
         "algo": {"group_size": 8, "lr": 1e-3, "minibatch_steps": 64},
         "train": _protocol_train(max_env_steps=4_000, eval_every=3),
