@@ -372,7 +372,7 @@ def _regime_archive(folder: Path) -> Path:
         success = (0.1 if hard else 0.5) + (0.01 * seed if variant == "rspo" else 0.0)
         success += 0.1 if variant == "rspo" and hard and eps == 0.9 else 0.0
         (folder / name).mkdir()
-        (folder / name / "results.json").write_text(json.dumps({"final_eval_success": success}))
+        (folder / name / "results.json").write_text(json.dumps({"final_sampled_eval_success": success}))
         if sync is not None:  # the runs with an explorer log their swap
             row = {"rollout/success": success, "rollout/env_steps": 90.0, "swap/explorer_success": success}
             row |= {"swap/all_failure_groups_before": 0.8 if hard else 0.2, "swap/rescued_groups": 1.0}
@@ -387,7 +387,7 @@ def test_07_regime_map_draws_the_map_from_an_archive(kernel, tmp_path):
     files = {p: p.read_bytes() for p in archive.rglob("*") if p.is_file()}
     out = tmp_path / "out"
     results = execute("07_regime_map", kernel, tmp_path, SWEEPS=[str(archive)], OUT=str(out))
-    assert (results["runs"], results["cells"], results["metric"]) == (72, 72, "final_eval_success")
+    assert (results["runs"], results["cells"], results["metric"]) == (72, 72, "final_sampled_eval_success")
     assert results["difficulty_order"] == ["chain-4x2", "chain-8x4"]  # 4 rooms of 2 doors before 8 of 4
     plain = results["rspo_minus_plain"]
     assert (plain["cells"], plain["seeds"], plain["above_zero"], plain["below_zero"]) == (8, 3, 2, 0)
