@@ -194,3 +194,37 @@ def test_official_data_layout_is_served_through_the_same_code(tmp_path, monkeypa
         while (action := env.expert_action()) is not None:
             res = env.step(action)
         assert res.won
+
+
+# Odd code points: lone surrogates (not encodable as UTF-8), private use, unassigned, format and
+# control characters, combining marks, line and paragraph separators, the last code point.
+_odd = st.one_of(
+    st.text(
+        st.characters(categories=["Cs", "Co", "Cn", "Cf", "Cc", "Mn", "Zl", "Zp"]), min_size=1, max_size=20
+    ),
+    st.sampled_from(
+        ["\ud800", "\udfff", "go to \ud83d", "take \udc00 from", "\U0010ffff", "\ufeff", "\u2028"]
+    ),
+)
+
+
+@pytest.mark.parametrize("engine", ["native", "alfworld"])
+def test_any_string_with_odd_code_points_is_a_legal_action(eval_task_per_type, engine):
+    env, task = make_env("alfworld", engine=engine, max_steps=6), eval_task_per_type["pick_and_place_simple"]
+    env.reset(task)
+    commands = sorted(env.admissible_actions())
+
+    @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+    @given(st.lists(st.one_of(_odd, _odd.map(lambda s: f"go to {s}"), st.sampled_from(commands)), max_size=6))
+    def check(actions):
+        env.reset(task)
+        for action in actions:
+            before, steps = env.info, env.steps
+            res = env.step(action)
+            assert env.steps == steps + 1 and isinstance(res.obs.text, str)
+            if not res.valid:
+                assert res.obs.text == "Nothing happens." and res.info["anchor"] == before["anchor"]
+            if res.done:
+                break
+
+    check()

@@ -350,3 +350,36 @@ def test_label_noise_replaces_that_share_of_labels_with_admissible_actions_and_z
     assert [s.chosen for s in demos(0.0)[0]] == [s.chosen for s in clean]
     with pytest.raises(ValueError, match="label_noise"):
         demos(1.0)
+
+
+# Odd code points: lone surrogates (not encodable as UTF-8), private use, unassigned, format and
+# control characters, combining marks, line and paragraph separators, the last code point.
+_odd = st.one_of(
+    st.text(
+        st.characters(categories=["Cs", "Co", "Cn", "Cf", "Cc", "Mn", "Zl", "Zp"]), min_size=1, max_size=20
+    ),
+    st.sampled_from(
+        ["\ud800", "\udfff", "open \ud83d door", "listen\udc00", "\U0010ffff", "\ufeff", "\u2028"]
+    ),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(st.lists(st.one_of(_odd, _odd.map(lambda s: f"open {s} door"), _known), min_size=1, max_size=10))
+def test_any_string_with_odd_code_points_is_a_legal_action(actions):
+    level = BUILTIN_LEVELS[0]
+    env = make_env(level)
+    env.reset(list_tasks(level, split="eval", n=1)[0])
+    for action in actions:
+        if action.startswith("pick:"):
+            doors = [a for a in env.admissible_actions() if a.startswith("open ")]
+            action = doors[int(action[5:]) % len(doors)]
+        elif action == "expert":
+            action = env.expert_action()
+        before, steps = env.info, env.steps
+        res = env.step(action)
+        assert env.steps == steps + 1 and isinstance(res.obs.text, str)
+        if not res.valid:
+            assert res.obs.text == "Nothing happens." and res.info["anchor"] == before["anchor"]
+        if res.done:
+            break

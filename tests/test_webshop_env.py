@@ -313,3 +313,43 @@ def test_current_reward_holds_on_sub_pages_and_after_buying(env, task):
             assert env.step("click[description]").info["progress"]["current_reward"] == on_item
             env.step("click[< prev]")
     assert res.won and res.info["progress"]["current_reward"] == 1.0
+
+
+# Odd code points: lone surrogates (not encodable as UTF-8), private use, unassigned, format and
+# control characters, combining marks, line and paragraph separators, the last code point.
+_odd_char = st.characters(categories=["Cs", "Co", "Cn", "Cf", "Cc", "Mn", "Zl", "Zp"])
+_odd = st.one_of(
+    st.text(_odd_char, min_size=1, max_size=20),
+    st.sampled_from(["\ud800", "\udfff", "\ud83d", "a\ud800b", "\U0010ffff", "\ufeff", "\u2028", "\x85"]),
+)
+_odd_action = st.one_of(
+    _odd,
+    _odd.map(lambda s: f"search[{s}]"),
+    _odd.map(lambda s: f"click[{s}]"),
+    _odd.map(lambda s: f"search[x{s}]"),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(st.lists(st.one_of(_odd_action, _known), min_size=1, max_size=6))
+def test_any_string_with_odd_code_points_is_a_legal_action(actions):
+    env, task = make_env("webshop", max_steps=6), list_tasks("webshop", split="eval", n=1)[0]
+    env.reset(task)
+    for action in actions:
+        if action.startswith("pick:"):
+            clicks = [a for a in env.admissible_actions() if a.startswith("click[")]
+            action = clicks[int(action[5:]) % len(clicks)] if clicks else "click[nothing]"
+        steps = env.steps
+        res = env.step(action)
+        assert (
+            env.steps == steps + 1 and isinstance(res.obs.text, str) and isinstance(res.info["anchor"], str)
+        )
+        if res.done:
+            break
+
+
+def test_a_lone_surrogate_query_searches_and_keeps_its_own_anchor(env, task):
+    env.reset(task)
+    res = env.step("search[\ud800]")
+    assert res.valid and env.steps == 1 and env.state.query == "\ud800"
+    assert res.info["anchor"] != env.step("click[back to search]").info["anchor"]

@@ -40,7 +40,10 @@ class ShopState:
     def anchor(self) -> str:
         """Short history-free key: page kind + query + page + item + sub-page + selected options."""
         key = f"{self.kind}|{self.query}|{self.page}|{self.asin}|{self.sub}|{self.options}"
-        return f"{self.kind}:" + hashlib.blake2b(key.encode(), digest_size=6).hexdigest()
+        # surrogatepass: a query is any string the model wrote, lone surrogates included; their code
+        # units are hashed as they are, so two such queries keep two anchors
+        digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+        return f"{self.kind}:{digest}"
 
 
 @dataclass(frozen=True)
