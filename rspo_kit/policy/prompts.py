@@ -40,15 +40,69 @@ TEMPLATE_WORDS = (
     "Reply with <action>your action</action>.",
 )
 
-_RECEPTACLES = re.compile(r"Looking quickly around you, you see (.*?)\.(?:\n|$)", re.S)
+_LOOK = "Looking quickly around you, you see "
 _ARRIVE = re.compile(r"^You arrive at (.+?)\. (.*)$", re.S)
 _OPEN = re.compile(r"^You open the (.+?)\. (.*)$", re.S)
-_CONTENTS = re.compile(r"(?:On the .+?, you see|In it, you see) (.*?)\.$", re.S)
 _PICK = re.compile(r"^You pick up the (.+?) from the (.+?)\.$")
 _MOVE = re.compile(r"^You move the (.+?) to the (.+?)\.$")
 _TREAT = re.compile(r"^You (heat|cool|clean) the (.+?) using the (.+?)\.$")
 _TASK = re.compile(r"Your task is to: (.*?)(?:\n|$)")
 _TREATED = {"heat": "hot", "cool": "cool", "clean": "clean"}
+
+
+# Memory updates run on every observation, so they must stay linear in its length (an env may send
+# a long or malformed one). Lazy groups that must reach the end of the text (``(.*?)\.$``) retry to
+# the end at every candidate start and separator: quadratic or cubic in the length. The two helpers
+# below find the same text with ``str.find``; the one-line patterns run only on one-line sentences.
+
+
+def _room_list(observation: str) -> str | None:
+    r"""The text after ``Looking quickly around you, you see`` up to the first ``.`` that ends a line.
+
+    What ``re.search(r"Looking quickly around you, you see (.*?)\.(?:\n|$)", observation, re.S)``
+    would capture, found in linear time.
+
+    >>> _room_list("Looking quickly around you, you see a desk 1, and a bed 1.\n\nYour task is to: x.")
+    'a desk 1, and a bed 1'
+    """
+    start = observation.find(_LOOK)
+    if start < 0:
+        return None
+    begin = start + len(_LOOK)
+    stop = observation.find(".\n", begin)
+    if stop < 0 and observation.endswith(".") and len(observation) - 1 >= begin:
+        stop = len(observation) - 1
+    return observation[begin:stop] if stop >= 0 else None
+
+
+def _contents_list(text: str) -> str | None:
+    r"""The text after ``On the <receptacle>, you see`` or ``In it, you see`` up to the final ``.``.
+
+    What ``re.search(r"(?:On the .+?, you see|In it, you see) (.*?)\.$", text, re.S)`` would
+    capture, found in linear time: the final ``.`` is fixed, and the earliest start that reaches a
+    ``, you see`` wins (a later ``On the`` only reaches the same ones or fewer).
+
+    >>> _contents_list("On the desk 1, you see a mug 1, and a pen 2.")
+    'a mug 1, and a pen 2'
+    >>> _contents_list("The drawer 1 is open. In it, you see nothing.")
+    'nothing'
+    """
+    end = len(text) - 1 if text.endswith(".") else len(text) - 2 if text.endswith(".\n") else -1
+    starts = []
+    if (on := text.find("On the ")) >= 0 and (see := text.find(", you see ", on + len("On the ") + 1)) >= 0:
+        starts.append((on, see + len(", you see ")))
+    if (in_it := text.find("In it, you see ")) >= 0:
+        starts.append((in_it, in_it + len("In it, you see ")))
+    if end < 0 or not starts:
+        return None
+    return text[min(starts)[1] : end]
+
+
+def _one_line_sentence(text: str) -> bool:
+    """Whether ``text`` is one line ending in ``.`` (a final newline allowed), as ``_PICK``,
+    ``_MOVE`` and ``_TREAT`` need; checked first, it keeps their lazy groups from retrying."""
+    line = text.removesuffix("\n")
+    return line.endswith(".") and "\n" not in line
 
 
 def _split_list(text: str) -> list[str]:
@@ -76,11 +130,11 @@ class AlfworldMemory:
     task_words: frozenset[str] = frozenset()  # words of the task: object kinds worth noting
 
     def update(self, action: str, observation: str) -> AlfworldMemory:
-        m, task = _RECEPTACLES.search(observation), _TASK.search(observation)
-        if m and task:  # the opening observation: the room's receptacles, none looked at yet
-            # (a later `look` from the middle of the room says "... you see nothing." and must not
-            # wipe what was seen)
-            order = tuple(_split_list(m.group(1)))
+        room, task = _room_list(observation), _TASK.search(observation)
+        if room is not None and task:  # the opening observation: the room's receptacles, none looked at
+            # yet (a later `look` from the middle of the room says "... you see nothing." and must not
+            # wipe what was seen); a receptacle listed twice is kept once
+            order = tuple(dict.fromkeys(_split_list(room)))
             words = frozenset(re.findall(r"[a-z]+", task.group(1).lower()))
             return AlfworldMemory(order, {r: "?" for r in order}, task_words=words)
         contents = dict(self.contents)
@@ -89,8 +143,10 @@ class AlfworldMemory:
             at, rest = m.group(1), m.group(2)
             if rest.startswith(f"The {at} is closed"):
                 contents[at] = "closed"
-            elif c := _CONTENTS.search(rest):
-                contents[at] = ", ".join(_split_list(c.group(1))) or "nothing"
+            elif (listed := _contents_list(rest)) is not None:
+                contents[at] = ", ".join(_split_list(listed)) or "nothing"
+        elif not _one_line_sentence(observation):
+            pass
         elif m := _PICK.match(observation):
             holding, rec, treated = m.group(1), m.group(2), ""
             left = [o for o in contents.get(rec, "").split(", ") if o and o != holding]
