@@ -4,14 +4,20 @@ under hanging, dying and misbehaving envs, and readers of damaged run records.""
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import re
+import signal
+import sys
 import time
 
+import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from rspo_kit.envs import list_tasks, make_env
+from rspo_kit.envs import Observation, StepResult, Task, list_tasks, make_env, register_env
+from rspo_kit.envs.batch import BatchRunner
+from rspo_kit.envs.play import play
 from rspo_kit.policy.prompts import (
     AlfworldMemory,
     ChainMemory,
@@ -143,3 +149,132 @@ def test_linear_list_finders_capture_what_the_patterns_capture(text):
     room, contents = _ROOM_LIST.search(text), _CONTENTS_LIST.search(text)
     assert _room_list(text) == (room.group(1) if room else None)
     assert _contents_list(text) == (contents.group(1) if contents else None)
+
+
+# ---------------------------------------------------------------------------------------------- batch runner
+
+
+HANG_SECONDS = 20
+
+
+class Misbehaving:
+    """A toy env with one misbehaviour per action; "ok" three times wins. "arm" makes its expert hang."""
+
+    def reset(self, task: Task) -> Observation:
+        self.steps, self.expert_hangs = 0, False
+        return Observation("ready", ("ok",), "say ok three times")
+
+    def step(self, action: str):
+        if action == "hang":
+            time.sleep(HANG_SECONDS)
+        if action == "none":
+            return None
+        if action == "tuple":
+            return ("ok", True)
+        if action == "exit":
+            os._exit(3)
+        if action == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if action == "sysexit":
+            sys.exit(2)
+        self.expert_hangs |= action == "arm"
+        self.steps += 1
+        won = self.steps == 3
+        info = {"progress": {}, "anchor": "", "callback": (lambda: 0) if action == "unpicklable" else None}
+        return StepResult(Observation("ok", ("ok",), ""), won, won, float(won), True, info)
+
+    def admissible_actions(self) -> list[str]:
+        return ["ok"]
+
+    def expert_action(self) -> str:
+        if self.expert_hangs:
+            time.sleep(HANG_SECONDS)
+        return "ok"
+
+
+register_env(
+    "misbehaving",
+    make=Misbehaving,
+    list_tasks=lambda split: [Task("misbehaving", f"misbehaving/{i}", split) for i in range(4)],
+    overwrite=True,
+)
+
+
+def _error(result: StepResult) -> str:
+    assert result.done and not result.won and result.info["crashed"]
+    return result.info["error"]
+
+
+@pytest.mark.parametrize("n_workers", [0, 2])
+def test_a_hanging_env_step_times_out_in_process_and_in_workers(n_workers):
+    with BatchRunner("misbehaving", n_workers=n_workers, timeout_s=0.5) as runner:
+        runner.reset(list_tasks("misbehaving"))
+        start = time.monotonic()
+        results = runner.step({0: "hang", 1: "ok"})
+        took = time.monotonic() - start
+        assert "no answer within" in _error(results[0]) and not results[1].done
+        assert took < HANG_SECONDS / 2  # the hang was cut, not waited out
+        assert "earlier" in _error(runner.step({0: "ok"})[0])  # the slot stays dead
+        runner.step({1: "ok"})
+        assert runner.step({1: "ok"})[1].won  # the rest of the batch carries on
+
+
+@pytest.mark.parametrize("n_workers", [0, 2])
+@pytest.mark.parametrize("bad", ["none", "tuple"])
+def test_a_malformed_step_result_is_a_crashed_episode_with_its_reason(n_workers, bad):
+    tasks = list_tasks("misbehaving")
+    with BatchRunner("misbehaving", n_workers=n_workers) as runner:
+        runner.reset(tasks)
+        results = runner.step({0: bad, 1: "ok"})
+        assert "Misbehaving.step returned" in _error(results[0]) and "not a StepResult" in _error(results[0])
+        assert not results[1].done
+        # a whole play through the runner (what evaluate does) ends the episode as a failure, not the run
+        episodes = play(runner, tasks, lambda runner, obs: {s: bad if s == 0 else "ok" for s in obs})
+        assert [e.won for e in episodes] == [False, True, True, True]
+
+
+def test_an_env_calling_sys_exit_in_process_ends_only_its_episode():
+    with BatchRunner("misbehaving", n_workers=0) as runner:
+        runner.reset(list_tasks("misbehaving"))
+        results = runner.step({0: "sysexit", 1: "ok"})
+        assert "SystemExit" in _error(results[0]) and not results[1].done
+
+
+@pytest.mark.parametrize(
+    ("bad", "cause"), [("exit", "exit code 3"), ("kill", "signal 9 (SIGKILL)")]
+)  # fmt: skip
+def test_a_lost_worker_reports_its_exit_code_or_signal(bad, cause):
+    with BatchRunner("misbehaving", n_workers=2) as runner:
+        runner.reset(list_tasks("misbehaving"))
+        results = runner.step({0: bad, 1: "ok", 2: "ok"})
+        assert cause in _error(results[0]) and cause in _error(results[2]) and not results[1].done
+
+
+def test_an_unsendable_step_result_fails_its_episode_not_its_worker():
+    with BatchRunner("misbehaving", n_workers=2) as runner:
+        runner.reset(list_tasks("misbehaving"))
+        results = runner.step({0: "unpicklable", 2: "ok"})
+        assert "could not be sent" in _error(results[0]) and not results[2].done and runner.restarts == 0
+
+
+def test_slots_of_a_worker_killed_after_an_expert_timeout_are_dead():
+    with BatchRunner("misbehaving", n_workers=2, timeout_s=0.5) as runner:
+        runner.reset(list_tasks("misbehaving"))
+        runner.step({0: "arm", 1: "ok", 2: "ok", 3: "ok"})
+        experts = runner.expert([0, 1, 2, 3])
+        assert experts[0] is None and experts[2] is None and experts[1] == "ok" and runner.restarts == 1
+        results = runner.step({0: "ok", 1: "ok", 2: "ok", 3: "ok"})
+        for slot in (0, 2):  # both episodes of the killed worker: dead, and saying why
+            assert "no answer within" in _error(results[slot]) and "AttributeError" not in _error(
+                results[slot]
+            )
+        assert not results[1].done and not results[3].done
+
+
+def test_an_expert_timeout_in_process_ends_that_episode_only():
+    with BatchRunner("misbehaving", n_workers=0, timeout_s=0.5) as runner:
+        runner.reset(list_tasks("misbehaving"))
+        runner.step({0: "arm", 1: "ok"})
+        assert runner.expert([0, 1]) == {0: None, 1: "ok"}
+        results = runner.step({0: "ok", 1: "ok"})
+        assert "no answer within" in _error(results[0]) and not results[1].done
