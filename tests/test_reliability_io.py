@@ -278,3 +278,21 @@ def test_an_expert_timeout_in_process_ends_that_episode_only():
         assert runner.expert([0, 1]) == {0: None, 1: "ok"}
         results = runner.step({0: "ok", 1: "ok"})
         assert "no answer within" in _error(results[0]) and not results[1].done
+
+
+def test_evaluate_counts_an_env_returning_none_as_a_failed_episode():
+    from rspo_kit.policy.rollout import Policy
+    from rspo_kit.policy.evaluate import evaluate
+
+    class NoneOnSecondStep(Misbehaving):
+        def step(self, action: str):
+            return None if self.steps == 1 else super().step("ok")
+
+    register_env(
+        "none-on-second-step",
+        make=NoneOnSecondStep,
+        list_tasks=lambda split: [Task("none-on-second-step", "t0", split)],
+        overwrite=True,
+    )
+    result = evaluate(Policy.load("tiny"), "none-on-second-step", n=1, n_workers=0, progress_bar=False)
+    assert result.success == 0.0 and result.tasks == 1 and result.mean_steps == 2
