@@ -3,7 +3,10 @@
 ``python -m rspo_kit.train --preset tiny --env alfworld --algo gigpo --swap rspo algo.lr=3e-4``:
 dotted overrides follow as ``key=value`` pairs: ``algo.lr=3e-4 train.iterations=20``. ``--swap`` takes
 a variant (bare ``--swap`` means rspo) and never takes an override as its value.
-``--resume RUN_DIR`` continues a killed run from its latest checkpoint. ``--warmstart-from POLICY``
+``--resume RUN_DIR`` continues a killed run from its latest checkpoint, under its own settings: overrides
+after it may change only what does not change what the run computes (``train.iterations``,
+``train.max_env_steps``, the evaluation, threads; ``rspo_kit.train.trainer.RESUMABLE_FIELDS``), and
+any other override or run flag is refused by name. ``--warmstart-from POLICY``
 installs a saved warm start (e.g. ``results/warm_starts/alfworld_tiny_sft1536_cap30/policy``) into the
 cache first, under the key of this configuration, so that it and every later run of it start from
 those weights.
@@ -80,12 +83,47 @@ def config(args: argparse.Namespace) -> RunConfig:
     return cfg.validate()
 
 
+# the flags that choose a run's configuration: a resumed run keeps its own
+_RUN_FLAGS = {"preset": "--preset", "env": "--env", "algo": "--algo", "swap": "--swap", "seed": "--seed"}
+_RUN_FLAGS |= {"warmstart_from": "--warmstart-from"}
+
+
+def resumed_config(args: argparse.Namespace) -> RunConfig:
+    """``--resume RUN_DIR``'s config: the stored one with the overrides that a resumed run may take;
+    a ValueError names every flag and override it may not."""
+    from rspo_kit.train.trainer import RESUMABLE_FIELDS, stored_config
+
+    defaults = parser()
+    refused = [flag for dest, flag in _RUN_FLAGS.items() if getattr(args, dest) != defaults.get_default(dest)]
+    cfg = stored_config(args.resume)
+    for item in [*getattr(args, "swap_overrides", []), *args.overrides]:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"override {item!r} must look like section.field=value")
+        cfg._field(key)  # an unknown field is named as such
+        if key in RESUMABLE_FIELDS:
+            cfg.override(key, value)
+        else:
+            refused.append(key)
+    if refused:
+        raise ValueError(
+            f"{args.resume} resumes under its own settings: {', '.join(refused)} cannot change (they change "
+            f"what the run computes); on resume only {', '.join(RESUMABLE_FIELDS)} may"
+        )
+    return cfg.validate()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_intermixed_args(argv)
     if args.resume:
+        try:
+            cfg = resumed_config(args)
+        except ValueError as err:  # CheckpointError too: no run there
+            print(f"error: {err}", file=sys.stderr)
+            return 2
         from rspo_kit.train.trainer import train
 
-        result = train(resume=args.resume)
+        result = train(cfg, resume=args.resume)
     else:
         try:
             cfg = config(args)

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
+import math
 import types
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
@@ -22,16 +25,45 @@ Algo = Literal["grpo", "ppo", "gigpo"]
 SwapMode = Literal["off", "rspo", "control"]
 
 
-def _check_literals(obj: Any) -> None:
-    """Every ``Literal``-typed field holds one of its allowed values."""
+def _kinds(hint: Any) -> tuple[Any, ...]:
+    """The types a field's annotation allows: ``int | None`` -> ``(int, NoneType)``."""
+    union = isinstance(hint, types.UnionType) or get_origin(hint) is Union
+    return get_args(hint) if union else (hint,)
+
+
+def _holds(value: Any, kind: Any) -> bool:
+    """``value`` is a ``kind``: bools are not numbers, integers are numbers, numbers are finite."""
+    if get_origin(kind) is Literal:
+        return any(value == v and type(value) is type(v) for v in get_args(kind))
+    if kind is bool:
+        return isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind is float:
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if kind is type(None):
+        return value is None
+    return isinstance(value, kind) if isinstance(kind, type) else True
+
+
+_TYPE_NAMES = {bool: "true or false", int: "an integer", float: "a finite number", str: "a string"}
+
+
+def _check_types(obj: Any) -> None:
+    """Every field holds a value of its declared type (floats finite, ``Literal`` fields one of their
+    values), whether it came from config.json, code or an override."""
     hints = get_type_hints(type(obj))
     for f in dataclasses.fields(obj):
-        allowed = get_args(hints[f.name]) if getattr(hints[f.name], "__origin__", None) is Literal else ()
-        if allowed and getattr(obj, f.name) not in allowed:
-            raise ValueError(
-                f"{type(obj).__name__}.{f.name} = {getattr(obj, f.name)!r} is not allowed; "
-                f"choose one of {list(allowed)}"
-            )
+        value, kinds = getattr(obj, f.name), _kinds(hints[f.name])
+        if any(_holds(value, kind) for kind in kinds):
+            continue
+        where = f"{type(obj).__name__}.{f.name} = {value!r}"
+        allowed = [v for kind in kinds if get_origin(kind) is Literal for v in get_args(kind)]
+        if allowed:
+            allowed += [None] if type(None) in kinds else []
+            raise ValueError(f"{where} is not allowed; choose one of {allowed}")
+        what = " or ".join(_TYPE_NAMES.get(kind, getattr(kind, "__name__", str(kind))) for kind in kinds)
+        raise ValueError(f"{where}: must be {what.replace('NoneType', 'None')}")
 
 
 def _require(obj: Any, name: str, ok: bool, what: str) -> None:
@@ -42,13 +74,17 @@ def _require(obj: Any, name: str, ok: bool, what: str) -> None:
 @dataclass
 class EnvConfig:
     name: str = "alfworld"  # any registered env
-    engine: str | None = None  # ALFWorld: "native" (fast, default) or "alfworld" (the real engine)
+    engine: Literal["native", "alfworld"] | None = (
+        None  # ALFWorld: "native" (fast, default) or "alfworld" (real)
+    )
     max_steps: int | None = None  # episode cap; None = the env's default (ALFWorld 50, WebShop 15)
     train_tasks: int = 400  # the pool of train tasks that iterations draw from
     tasks_per_iteration: int = 4  # N in DESIGN.md section 1
     n_workers: int = 0  # BatchRunner workers; 0 = in-process (fast engines)
 
     def __post_init__(self) -> None:
+        _check_types(self)
+        _require(self, "name", self.name != "", "a registered env")
         _require(self, "train_tasks", self.train_tasks >= 1, ">= 1")
         _require(
             self,
@@ -95,15 +131,19 @@ class PolicyConfig:
     choice_score: Literal["sum", "mean"] = "sum"
 
     def __post_init__(self) -> None:
-        _check_literals(self)
+        _check_types(self)
+        _require(self, "preset", self.preset != "", "a preset, a policy folder or a HF id")
         _require(self, "sft_demo_tasks", self.sft_demo_tasks >= 1, ">= 1")
         _require(self, "sft_minutes", self.sft_minutes > 0, "> 0")
+        _require(self, "sft_lr", self.sft_lr > 0, "> 0")
         _require(self, "sft_updates", self.sft_updates is None or self.sft_updates >= 1, ">= 1 or None")
         _require(self, "sft_balance", self.sft_balance >= 0, ">= 0")
         _require(self, "sft_dagger_rounds", self.sft_dagger_rounds >= 0, ">= 0")
         _require(self, "sft_label_noise", 0 <= self.sft_label_noise < 1, "in [0, 1)")
         _require(self, "sft_env", self.sft_env != "", "None or an env name")
         _require(self, "temperature", self.temperature > 0, "> 0")
+        _require(self, "lora_rank", self.lora_rank >= 1, ">= 1")
+        _require(self, "max_new_tokens", self.max_new_tokens >= 1, ">= 1")
         _require(self, "warmstart_from", self.warmstart_from != "", "None or a policy folder")
 
 
@@ -121,10 +161,11 @@ class RewardConfig:
     mix_lambda: float = 0.5
 
     def __post_init__(self) -> None:
-        _check_literals(self)
+        _check_types(self)
         _require(self, "invalid_penalty", self.invalid_penalty >= 0, ">= 0")
         _require(self, "misalign_eps", 0 <= self.misalign_eps <= 1, "in [0, 1]")
         _require(self, "mix_lambda", self.mix_lambda >= 0, ">= 0")
+        _require(self, "process", self.process != "", "a registered process reward of the env")
         _require(
             self,
             "prm",
@@ -159,7 +200,7 @@ class AlgoConfig:
     kl_coef: float = 0.0  # k3 KL to the frozen reference; 0 skips the reference forward pass
 
     def __post_init__(self) -> None:
-        _check_literals(self)
+        _check_types(self)
         _require(self, "group_size", self.group_size >= 1, ">= 1")
         _require(self, "lr", self.lr > 0, "> 0")
         _require(self, "epochs", self.epochs >= 1, ">= 1")
@@ -168,6 +209,14 @@ class AlgoConfig:
         _require(self, "gamma", 0 < self.gamma <= 1, "in (0, 1]")
         _require(self, "lam", 0 <= self.lam <= 1, "in [0, 1]")
         _require(self, "clip_low", 0 < self.clip_low < 1, "in (0, 1)")
+        _require(self, "clip_high", self.clip_high > 0, "> 0")
+        _require(self, "max_grad_norm", self.max_grad_norm > 0, "> 0")
+        _require(self, "omega", self.omega >= 0, ">= 0")
+        _require(self, "value_coef", self.value_coef >= 0, ">= 0")
+        _require(self, "value_clip", self.value_clip is None or self.value_clip > 0, "None or > 0")
+        _require(self, "value_lr", self.value_lr > 0, "> 0")
+        _require(self, "entropy_coef", self.entropy_coef >= 0, ">= 0")
+        _require(self, "kl_coef", self.kl_coef >= 0, ">= 0")
 
     @property
     def divide_by_std(self) -> bool:
@@ -197,7 +246,7 @@ class SwapConfig:
     is_clip: float = 2.0
 
     def __post_init__(self) -> None:
-        _check_literals(self)
+        _check_types(self)
         _require(self, "sync_every", self.sync_every >= 0, ">= 1 (every k-th iteration) or 0 (never again)")
         _require(self, "explorer_updates", self.explorer_updates >= 0, ">= 0")
         _require(
@@ -239,12 +288,17 @@ class TrainConfig:
     tables: bool = True  # per-turn parquet trajectory table per iteration
 
     def __post_init__(self) -> None:
+        _check_types(self)
         _require(self, "iterations", self.iterations >= 0, ">= 0")
         _require(self, "max_env_steps", self.max_env_steps is None or self.max_env_steps > 0, "None or > 0")
         _require(self, "eval_every", self.eval_every >= 1, ">= 1")
         _require(self, "eval_n", self.eval_n >= 0, ">= 0")
         _require(self, "final_eval_n", self.final_eval_n >= 0, ">= 0")
         _require(self, "checkpoint_every", self.checkpoint_every >= 1, ">= 1")
+        _require(self, "seed", self.seed >= 0, ">= 0")
+        _require(self, "threads", self.threads is None or self.threads >= 1, "None or >= 1")
+        _require(self, "eval_split", self.eval_split != "", "a split of the env")
+        _require(self, "run_dir", self.run_dir != "", "None or a folder")
 
     @property
     def final_eval_splits(self) -> tuple[str, ...]:
@@ -360,35 +414,107 @@ _WHAT = {bool: "true or false", int: "an integer", float: "a number", type(None)
 
 
 def _parse(dotted: str, value: Any, hint: Any) -> Any:
-    """A command-line string as the field's type (``int | None`` accepts "none"); other values as given.
+    """A value for a field of type ``hint``, or a ValueError naming ``dotted``.
 
-    Literal fields take any string here: ``validate()`` names their allowed values.
+    Text is parsed as the field's type (``int | None`` accepts "none"; a boolean is exactly one of
+    true/false/1/0/yes/no in any case); any other value must be of the type already (an integer is a
+    number, 0 and 1 are booleans), so that a notebook's 2.5 never becomes an iteration count. Literal
+    fields take any value here: ``validate()`` names their allowed values.
 
-    >>> _parse("train.max_env_steps", "none", int | None), _parse("policy.lora", "true", bool | None)
+    >>> _parse("train.max_env_steps", "none", int | None), _parse("policy.lora", "Yes", bool | None)
     (None, True)
     >>> _parse("algo.lr", "abc", float)
     Traceback (most recent call last):
     ValueError: algo.lr = 'abc': must be a number
+    >>> _parse("policy.warmstart", "on", bool)
+    Traceback (most recent call last):
+    ValueError: policy.warmstart = 'on': must be true or false
+    >>> _parse("train.iterations", 2.5, int)
+    Traceback (most recent call last):
+    ValueError: train.iterations = 2.5: must be an integer
     """
-    if not isinstance(value, str):
+    kinds = _kinds(hint)
+    if any(get_origin(kind) is Literal for kind in kinds):
         return value
-    union = isinstance(hint, types.UnionType) or get_origin(hint) is Union
-    kinds = get_args(hint) if union else (hint,)
-    text = value.strip().lower()
-    if text in ("none", "null") and type(None) in kinds:
-        return None
-    for kind in kinds:
-        if kind is str or get_origin(kind) is Literal:
-            return value
-        if kind is bool and text in ("true", "false", "1", "0", "yes", "no"):
-            return text in ("true", "1", "yes")
-        if kind in (int, float):
-            try:
-                return kind(value)
-            except ValueError:
-                pass
+    if not isinstance(value, str):
+        for kind in kinds:
+            if kind is bool and type(value) is int and value in (0, 1):
+                return bool(value)
+            if kind is float and type(value) is int:
+                return float(value)
+            if (kind is float and type(value) is float) or _holds(value, kind):
+                return value  # a float's range (finite, > 0, ...) is validate()'s to name
+    else:
+        text = value.strip().lower()
+        if text in ("none", "null") and type(None) in kinds:
+            return None
+        for kind in kinds:
+            if kind is str:
+                return value
+            if kind is bool and text in ("true", "false", "1", "0", "yes", "no"):
+                return text in ("true", "1", "yes")
+            if kind in (int, float):
+                try:
+                    return kind(value)
+                except ValueError:
+                    pass
     what = " or ".join(_WHAT.get(kind, getattr(kind, "__name__", str(kind))) for kind in kinds)
     raise ValueError(f"{dotted} = {value!r}: must be {what}")
+
+
+# the config fields among a notebook's parameters (notebooks/04_training.ipynb): papermill passes them
+# typed (``-p``) or as text (``-r``); None or "" keeps the preset's value
+PARAMETER_FIELDS = {
+    "SEED": "train.seed",
+    "ITERATIONS": "train.iterations",
+    "THREADS": "train.threads",
+    "RUN_DIR": "train.run_dir",
+    "INTERACTIVE": "train.progress_bar",
+}
+
+
+def from_parameters(parameters: Mapping[str, Any]) -> RunConfig:
+    """A notebook's parameters as its validated ``RunConfig``; a wrong one is a ValueError naming it.
+
+    ``PRESET``, ``ENV``, ``ALGO`` and ``VARIANT`` choose the preset (``preset``); the parameters of
+    ``PARAMETER_FIELDS`` set their fields; ``OVERRIDES`` (a dict of dotted fields, or its JSON text as
+    ``papermill -p`` passes it) comes last. Each value goes through the checks of the CLI's overrides.
+
+    >>> from_parameters({"PRESET": "smoke", "ITERATIONS": 3, "OVERRIDES": '{"algo.lr": 2e-4}'}).algo.lr
+    0.0002
+    >>> from_parameters({"PRESET": "smoke", "SEED": 1.5})
+    Traceback (most recent call last):
+    ValueError: SEED = 1.5 (train.seed): must be an integer
+    """
+    p = dict(parameters)
+    name = p.get("PRESET", "tiny")
+    cfg = preset(name, env=p.get("ENV"), algo=p.get("ALGO", "gigpo"), swap=p.get("VARIANT", False))
+    for parameter, dotted in PARAMETER_FIELDS.items():
+        value = p.get(parameter)
+        if value is None or (isinstance(value, str) and not value):
+            continue
+        part, field_name = cfg._field(dotted)
+        try:
+            setattr(part, field_name, _parse(dotted, value, get_type_hints(type(part))[field_name]))
+            part.__post_init__()
+        except ValueError as err:
+            what = str(err).partition(": must be ")[2]
+            raise ValueError(
+                f"{parameter} = {value!r} ({dotted}): must be {what}" if what else str(err)
+            ) from None
+    overrides = p.get("OVERRIDES") or {}
+    if isinstance(overrides, str):
+        try:
+            overrides = json.loads(overrides)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"OVERRIDES = {overrides!r}: not JSON ({err})") from None
+    if not isinstance(overrides, Mapping):
+        raise ValueError(
+            f'OVERRIDES = {overrides!r}: must be a dict of dotted config fields, e.g. {{"algo.lr": 3e-5}}'
+        )
+    for key, value in overrides.items():
+        cfg.override(key, value)
+    return cfg.validate()
 
 
 def _protocol_train(max_env_steps: int, eval_every: int) -> dict[str, Any]:

@@ -29,10 +29,12 @@ Events go to callbacks: any object with some of ``on_rollout_end``, ``on_swap``,
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -54,7 +56,13 @@ from rspo_kit.rewards.outcome import OutcomeConfig
 from rspo_kit.rewards.signals import RewardModel
 from rspo_kit.swap import ReplayBuffer, derive_explorer, reward_swap
 from rspo_kit.timing import timer
-from rspo_kit.train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from rspo_kit.train.checkpoint import (
+    CheckpointError,
+    checkpoints,
+    latest_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+)
 from rspo_kit.train.config import AlgoConfig, RunConfig, variant_of
 from rspo_kit.train.setup import initial_policy
 from rspo_kit.train.update import Learner, UpdateBatch, update
@@ -174,10 +182,20 @@ def _scoring(cfg: RunConfig) -> dict[str, Any]:
 
 
 def _default_run_dir(cfg: RunConfig) -> Path:
+    """``runs/<time>_<env>_<algo>_<variant>_s<seed>``, created here and this run's alone: a run of the
+    same config started in the same second gets ``-2``, ``-3``, ... (``mkdir`` either creates a folder
+    or fails, so two processes never share one)."""
     name = (
         f"{time.strftime('%Y%m%d-%H%M%S')}_{cfg.env.name}_{cfg.algo.name}_{variant_of(cfg)}_s{cfg.train.seed}"
     )
-    return Path("runs") / name
+    for n in itertools.count(1):
+        folder = Path("runs") / (name if n == 1 else f"{name}-{n}")
+        try:
+            folder.mkdir(parents=True)
+            return folder
+        except FileExistsError:
+            continue
+    raise AssertionError("unreachable")
 
 
 def _rollout_metrics(prefix: str, trajs: Sequence[Trajectory], rewards: RewardModel) -> dict[str, float]:
@@ -520,6 +538,9 @@ class Trainer:
 
     def restore(self, folder: Path) -> None:
         state, trajs = load_checkpoint(folder, self._modules(), self._optimizers())
+        missing = sorted({"iteration", "env_steps", "rows"} - set(state))
+        if missing:
+            raise CheckpointError(f"{Path(folder) / 'state.json'} lacks {', '.join(missing)}")
         self.iteration, self.env_steps = state["iteration"], state["env_steps"]
         self.log.rows = state["rows"]
         self.log.rewrite()
@@ -527,6 +548,49 @@ class Trainer:
             self.cfg.swap.replay_capacity, self.cfg.swap.replay_filter, trajs.get("replay", [])
         )
         self.explorer_batch = trajs.get("explorer_batch", [])
+
+    def restore_newest(self) -> Path:
+        """Restore the newest checkpoint that loads: the one ``latest`` names, else an older one, with a
+        warning that names what could not be loaded. ``CheckpointError`` naming the run folder when
+        none loads: a resumed run never silently starts over."""
+        first = latest_checkpoint(self.run_dir)
+        if first is None:
+            raise CheckpointError(
+                f"{self.run_dir} holds no checkpoint to resume from (no latest, no ckpt-* folder); "
+                "train it anew without resume, or delete it"
+            )
+        number = int(first.name[5:].partition(".")[0])
+        older = [c for c in checkpoints(self.run_dir) if int(c.name[5:].partition(".")[0]) < number]
+        failures: list[str] = []
+        for folder in [first, *older]:
+            try:
+                self.restore(folder)
+            except CheckpointError as err:
+                failures.append(str(err))
+                continue
+            if failures:
+                warnings.warn(f"{'; '.join(failures)}: resuming from {folder} instead", stacklevel=2)
+            return folder
+        raise CheckpointError(f"{self.run_dir} holds no loadable checkpoint: {'; '.join(failures)}")
+
+    def _stopped(self, k: int, err: FloatingPointError) -> RuntimeError:
+        """The one message of a run stopped by a non-finite value: the iteration, the last good
+        checkpoint and how to continue from it. The iteration's row is dropped from the metrics."""
+        if self.log.rows and self.log.rows[-1].get("iteration") == k:
+            self.log.rows.pop()
+            self.log.rewrite()
+        last = latest_checkpoint(self.run_dir)
+        if last is None:
+            where = "no checkpoint was written yet: the run can only start again"
+        else:
+            where = (
+                f"the last good checkpoint is {last} (python -m rspo_kit.train --resume {self.run_dir} "
+                "continues from it, exactly as before; a run with a lower algo.lr starts again)"
+            )
+        return RuntimeError(
+            f"training stopped at iteration {k}: {err}. Nothing of iteration {k} was logged or "
+            f"checkpointed; {where}"
+        )
 
     # -------------------------------------------------------------------------------------- run
     def run(self) -> RunResult:
@@ -551,42 +615,47 @@ class Trainer:
         )
         with BatchRunner(cfg.env.name, n_workers=cfg.env.n_workers, env_kwargs=cfg.env.env_kwargs) as runner:
             while not self.finished:
+                k = self.iteration + 1
                 try:
                     row = self.step(runner)
+                    self.log.log(row)
+                    if self.iteration % cfg.train.checkpoint_every == 0 or self.finished:
+                        self.checkpoint()  # refuses a non-finite state (FloatingPointError)
                 except FloatingPointError as err:
-                    last = latest_checkpoint(self.run_dir)
-                    raise RuntimeError(
-                        f"training stopped at iteration {self.iteration + 1}: {err}. "
-                        f"The last good checkpoint is {last or 'none (none was written yet)'}; "
-                        "lower algo.lr or check the rewards."
-                    ) from err
-                self.log.log(row)
+                    raise self._stopped(k, err) from err
                 bar.update(1)
                 bar.set_postfix(success=f"{row.get('rollout/success', math.nan):.2f}")
-                if self.iteration % cfg.train.checkpoint_every == 0 or self.finished:
-                    self.checkpoint()
             if self.log.rows:
                 self._complete_final_evaluation()
         bar.close()
         return RunResult(self.log.frame(), self.run_dir, cfg)
 
 
-# fields that change how a run executes or what it evaluates at the end, not what it learns: a run
-# may resume under other values (a finished run then adds the final evaluations it lacks)
-_RUNTIME_FIELDS = (
-    "iterations",
-    "threads",
-    "progress_bar",
-    "run_dir",
-    "final_eval_split",
-    "final_eval_n",
-    "final_eval_sampled",
+# fields that change how long a run trains, how it executes and what it evaluates, not what it learns:
+# a run may resume under other values (a finished run then adds the final evaluations it lacks). Not
+# eval_split: one run's eval/* curve is on one split
+RESUMABLE_FIELDS = tuple(
+    f"train.{name}"
+    for name in (
+        "iterations",
+        "max_env_steps",
+        "eval_every",
+        "eval_n",
+        "final_eval_split",
+        "final_eval_n",
+        "final_eval_sampled",
+        "checkpoint_every",
+        "tables",
+        "threads",
+        "progress_bar",
+        "run_dir",
+    )
 )
 
 
 def _what_it_computes(cfg: RunConfig) -> dict:
     d = cfg.to_dict()
-    d["train"] = {k: v for k, v in d["train"].items() if k not in _RUNTIME_FIELDS}
+    d["train"] = {k: v for k, v in d["train"].items() if f"train.{k}" not in RESUMABLE_FIELDS}
     d["swap"]["explorer_lr"] = cfg.explorer_lr  # an explicit value equal to the default's is the same run
     d["swap"]["explorer_temperature"] = cfg.explorer_temperature  # likewise
     d["policy"].pop("warmstart_from")  # where the warm start came from: installing it checks its weights
@@ -607,17 +676,10 @@ def resumable(cfg: RunConfig) -> Path | None:
     if not cfg.train.run_dir:
         return None
     run_dir = Path(cfg.train.run_dir)
-    if latest_checkpoint(run_dir) is None or not (run_dir / "config.json").exists():
+    if not checkpoints(run_dir) or not (run_dir / "config.json").exists():
         return None
-    stored = RunConfig.from_dict(json.loads((run_dir / "config.json").read_text()))
-    ours, theirs = _what_it_computes(cfg), _what_it_computes(stored)
-    if ours != theirs:
-        diff = [
-            f"{section}.{k}: {theirs[section].get(k)!r} there, {v!r} here"
-            for section, fields in ours.items()
-            for k, v in fields.items()
-            if theirs[section].get(k) != v
-        ]
+    diff = _differences(stored_config(run_dir), cfg)
+    if diff:
         raise ValueError(
             f"{run_dir} holds a checkpointed run of another configuration ({'; '.join(diff)}); "
             "delete that folder or choose another run_dir"
@@ -625,36 +687,66 @@ def resumable(cfg: RunConfig) -> Path | None:
     return run_dir
 
 
+def _differences(stored: RunConfig, cfg: RunConfig) -> list[str]:
+    """What ``cfg`` would compute differently from the ``stored`` run, field by field."""
+    ours, theirs = _what_it_computes(cfg), _what_it_computes(stored)
+    return [
+        f"{section}.{k}: {theirs[section].get(k)!r} there, {v!r} here"
+        for section, fields in ours.items()
+        for k, v in fields.items()
+        if theirs[section].get(k) != v
+    ]
+
+
+def stored_config(run_dir: str | Path) -> RunConfig:
+    """The configuration a run folder was trained under (its ``config.json``), or an error naming it."""
+    path = Path(run_dir) / "config.json"
+    try:
+        return RunConfig.from_dict(json.loads(path.read_text()))
+    except FileNotFoundError:
+        raise CheckpointError(f"{run_dir} is not a training run: it has no config.json") from None
+    except (OSError, ValueError, TypeError) as err:
+        raise CheckpointError(f"{path} cannot be read as a run configuration ({err})") from None
+
+
 def train(
     cfg: RunConfig | None = None, callbacks: Sequence[Any] = (), resume: str | Path | None = None
 ) -> RunResult:
     """Run a configuration to the end; ``resume=run_dir`` continues a run from its latest checkpoint.
 
-    On resume the stored configuration is used; a ``cfg`` passed along may only raise
-    ``train.iterations`` (to extend a finished run), set threads and the progress bar, and change
-    the final evaluation (``train.final_eval_*``: a finished run evaluates what its last row lacks
-    and adds it there, without training again). ``resumable(cfg)`` says whether ``cfg`` can
-    continue its run directory.
+    On resume the stored configuration is used; a ``cfg`` passed along may differ from it only in
+    ``RESUMABLE_FIELDS``, whose values it sets: the iterations and the env-step budget (a finished
+    run trains on to new ones), the evaluation (a finished run evaluates what its last row lacks and
+    adds it there, without training again), threads, tables and the progress bar. Any other
+    difference is a ValueError naming the fields. A damaged ``latest`` or newest checkpoint falls
+    back to an older checkpoint with a warning; a folder without a loadable checkpoint is a
+    ``CheckpointError`` naming it. ``resumable(cfg)`` says whether ``cfg`` can continue its run
+    directory.
     """
     if resume is None:
         if cfg is None:
             raise ValueError("train() needs a RunConfig (or resume=<run_dir>)")
         return _start(cfg, callbacks).run()
     run_dir = Path(resume)
-    stored = RunConfig.from_dict(json.loads((run_dir / "config.json").read_text()))
+    stored = stored_config(run_dir)
     if cfg is not None:
-        stored.train.iterations = max(stored.train.iterations, cfg.train.iterations)
-        stored.train.threads, stored.train.progress_bar = cfg.train.threads, cfg.train.progress_bar
-        for name in ("final_eval_split", "final_eval_n", "final_eval_sampled"):
+        diff = _differences(stored, cfg.validate())
+        if diff:
+            raise ValueError(
+                f"{run_dir} resumes under its own settings; these cannot change on resume, as they change "
+                f"what the run computes: {'; '.join(diff)} (only {', '.join(RESUMABLE_FIELDS)} may)"
+            )
+        for dotted in RESUMABLE_FIELDS:
+            name = dotted.partition(".")[2]
             setattr(stored.train, name, getattr(cfg.train, name))
     stored.train.run_dir = str(run_dir)
+    if not checkpoints(run_dir):  # before the starting policy is built (a warm start takes minutes)
+        raise CheckpointError(
+            f"{run_dir} holds no checkpoint to resume from (no latest, no ckpt-* folder); "
+            "train it anew without resume, or delete it"
+        )
     trainer = _start(stored, callbacks, run_dir)
-    folder = latest_checkpoint(run_dir)
-    if folder is not None:
-        trainer.restore(folder)
-    else:
-        trainer.log.rows = []
-        trainer.log.rewrite()
+    trainer.restore_newest()
     return trainer.run()
 
 

@@ -11,11 +11,14 @@ The recipe, for actor and explorer alike:
    the KL penalty to the frozen reference (``algo.kl_coef`` > 0), and the critic's clipped value loss
    (PPO); each minibatch's gradient is accumulated over passes of ``microbatch_steps`` steps of
    similar length.
+
+A non-finite value that matters raises ``FloatingPointError``: critic values and targets, advantages,
+a pass's loss, the gradient norm (before the optimizer step, which is then not taken) and the
+parameters after a step. The trainer stops the run on it before anything of the iteration is saved.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -235,6 +238,8 @@ def _prepass(learner: Learner, flat: Flat, cfg: AlgoConfig, temperature: float):
             sel = [own[j] for j in chunk]
             states = prompt_states(learner.policy, [flat.steps[i] for i in sel])
             values[torch.tensor(sel)] = learner.value_head(states).float()
+    if values is not None and not bool(torch.isfinite(values).all()):
+        raise FloatingPointError(f"non-finite critic values ({int((~torch.isfinite(values)).sum())} steps)")
     return current, values
 
 
@@ -280,6 +285,8 @@ def _prepare(
         adv = ADVANTAGES[cfg.name](flat, cfg, values)
         if not torch.isfinite(adv.step).all():
             raise FloatingPointError(f"non-finite advantages in the {cfg.name} update")
+        if adv.returns is not None and not torch.isfinite(adv.returns).all():
+            raise FloatingPointError(f"non-finite critic targets (returns) in the {cfg.name} update")
         units = _unit_tensors(flat, current, learner.policy.mode, swap)
     return values, adv, units
 
@@ -416,22 +423,40 @@ def _backward(learner, flat, adv, sel, old, weights, shaped, cfg, temperature, r
     return sums, order, (torch.cat(hidden) if critic else None)
 
 
+def _check_finite(params: list[torch.Tensor], what: str) -> None:
+    """Parameters after an optimizer step are finite, or FloatingPointError: a finite gradient times a
+    huge learning rate can still overflow them."""
+    if not bool(torch.stack([torch.isfinite(p).all() for p in params]).all()):
+        raise FloatingPointError(f"non-finite parameters after a step of {what}")
+
+
 def _minibatch_loss(learner, flat, adv, sel, old, weights, shaped, cfg, temperature, values, reference):
     metrics, order, hidden = _backward(
         learner, flat, adv, sel, old, weights, shaped, cfg, temperature, reference
     )
     grad_norm = torch.nn.utils.clip_grad_norm_(learner.params, cfg.max_grad_norm)
+    if not bool(torch.isfinite(grad_norm)):  # a finite loss can still have NaN gradients (overflow)
+        learner.optimizer.zero_grad(set_to_none=True)
+        raise FloatingPointError(
+            f"non-finite gradient norm ({float(grad_norm)}) in the {cfg.name} update; the step was not taken"
+        )
     learner.optimizer.step()
-    metrics["loss/grad_norm"] = float(grad_norm) if math.isfinite(float(grad_norm)) else math.nan
+    _check_finite(learner.params, f"the {cfg.name} update")
+    metrics["loss/grad_norm"] = float(grad_norm)
     if hidden is not None:
         idx = torch.tensor(order)
         v = learner.value_head(hidden)
         vloss = cfg.value_coef * value_loss(
             v, values[idx], adv.returns[idx].float(), torch.ones_like(v), cfg.value_clip
         )
+        if not bool(torch.isfinite(vloss)):
+            raise FloatingPointError(
+                f"non-finite critic loss ({float(vloss)}); the critic's step was not taken"
+            )
         learner.value_optimizer.zero_grad(set_to_none=True)
         vloss.backward()
         learner.value_optimizer.step()
+        _check_finite(list(learner.value_head.parameters()), "the critic")
         metrics["loss/value"] = float(vloss.detach())
     return metrics
 
