@@ -10,6 +10,7 @@ nothing is ever downloaded at run time.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -20,6 +21,7 @@ from typing import Literal
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, Qwen2Config, Qwen2ForCausalLM
+from transformers.utils import logging as transformers_logging
 
 from rspo_kit.paths import atomic_write_text, cache_dir
 from rspo_kit.policy.device import DeviceSpec, resolve_device
@@ -228,6 +230,20 @@ def preset_of(name_or_path: str) -> ModelPreset:
     return ModelPreset(name_or_path, action_mode="free", max_prompt_tokens=1024)
 
 
+@contextlib.contextmanager
+def _no_loading_bar():
+    """transformers 5 draws a ``Loading weights`` bar on every ``from_pretrained``: for a local model of
+    a few MB it is noise, and a run loads one several times (warm start, each policy). Turned off
+    while loading, then back on if it was on."""
+    was_on = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            transformers_logging.enable_progress_bar()
+
+
 def load_model(
     name_or_path: str, device: DeviceSpec | None = None, seed: int = 0
 ) -> tuple[PreTrainedModel, object]:
@@ -241,7 +257,8 @@ def load_model(
         path = name_or_path
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=device.dtype, local_files_only=True)
+        with _no_loading_bar():
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=device.dtype, local_files_only=True)
     except OSError as err:
         raise FileNotFoundError(
             f"model {name_or_path!r} is neither a preset {sorted(PRESETS)} nor a local checkpoint. rspo_kit never "
