@@ -4,6 +4,7 @@ under hanging, dying and misbehaving envs, and readers of damaged run records.""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
 import re
@@ -281,8 +282,8 @@ def test_an_expert_timeout_in_process_ends_that_episode_only():
 
 
 def test_evaluate_counts_an_env_returning_none_as_a_failed_episode():
-    from rspo_kit.policy.rollout import Policy
     from rspo_kit.policy.evaluate import evaluate
+    from rspo_kit.policy.rollout import Policy
 
     class NoneOnSecondStep(Misbehaving):
         def step(self, action: str):
@@ -296,3 +297,136 @@ def test_evaluate_counts_an_env_returning_none_as_a_failed_episode():
     )
     result = evaluate(Policy.load("tiny"), "none-on-second-step", n=1, n_workers=0, progress_bar=False)
     assert result.success == 0.0 and result.tasks == 1 and result.mean_steps == 2
+
+
+# ---------------------------------------------------------------------------------------------- run records
+
+
+def _metrics_lines(*rows: str) -> str:
+    return "".join(row + "\n" for row in rows)
+
+
+GOOD_ROW = '{"iteration": 0, "rollout/cumulative_env_steps": 0.0}'
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [('{"iteration": 1, "loss": 0.5', "not valid JSON"), ("[1, 2]", "not a JSON object"), ("\x00garbage", "not valid JSON")],
+)  # fmt: skip
+def test_load_metrics_names_the_file_and_the_damaged_line(tmp_path, line, problem):
+    from rspo_kit.records import RecordError, load_metrics
+
+    (tmp_path / "metrics.jsonl").write_text(_metrics_lines(GOOD_ROW, line, GOOD_ROW))
+    with pytest.raises(RecordError, match=problem) as err:
+        load_metrics(tmp_path)
+    assert str(err.value).startswith(f"{tmp_path / 'metrics.jsonl'}, line 2: ")
+    assert err.value.path == tmp_path / "metrics.jsonl" and err.value.line == 2
+    assert isinstance(err.value, ValueError)  # callers that tolerate a row being written still do
+
+
+def _damaged(path, keep: float = 0.5) -> None:
+    """Cut ``path`` to a share of its bytes, as a killed writer or a full disk leaves it."""
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * keep)])
+
+
+def test_turn_tables_and_final_episodes_name_the_damaged_parquet(tmp_path):
+    import pandas as pd
+
+    from rspo_kit.records import RecordError, load_episodes, load_turns, write_episodes, write_table
+
+    write_table(
+        pd.DataFrame({"iteration": [1, 1], "step": [0, 1]}), tmp_path / "turns" / "iter_00001.parquet"
+    )
+    _damaged(tmp_path / "turns" / "iter_00001.parquet")
+    with pytest.raises(RecordError, match=re.escape("iter_00001.parquet: not a readable parquet table")):
+        load_turns(tmp_path)
+    episode = {"task_id": "a", "kind": "pick", "sample": 0, "won": True, "score": 1.0, "steps": 4}
+    write_episodes(tmp_path, "final/eval", [episode])
+    _damaged(tmp_path / "final_episodes.parquet")
+    with pytest.raises(RecordError, match=re.escape("final_episodes.parquet: not a readable parquet table")):
+        load_episodes(tmp_path)
+    with pytest.raises(
+        RecordError, match=re.escape("final_episodes.parquet")
+    ):  # adding an evaluation reads it too
+        write_episodes(tmp_path, "final/eval_unseen", [episode])
+
+
+def test_start_and_results_records_name_the_damaged_file(tmp_path):
+    from rspo_kit.records import RecordError, read_results, read_start
+
+    (tmp_path / "start.json").write_text('{"source": "cache", ')
+    with pytest.raises(RecordError, match=r"start.json, line 1: not valid JSON"):
+        read_start(tmp_path)
+    notebook = tmp_path / "cell.ipynb"
+    cell = {
+        "cell_type": "code",
+        "outputs": [{"output_type": "stream", "name": "stdout", "text": "RSPO_RESULTS {x"}],
+    }
+    notebook.write_text(json.dumps({"cells": [cell]}))
+    with pytest.raises(RecordError, match=re.escape("cell.ipynb: its RSPO_RESULTS line is not valid JSON")):
+        read_results(notebook)
+
+
+def test_checkpoint_json_records_name_the_file_and_what_is_wrong(tmp_path):
+    """The readers that checkpoints' ``state.json``, ``replay.json.gz`` and a run's ``config.json`` use."""
+    import gzip
+
+    from rspo_kit.records import RecordError, read_json, read_json_gz, read_record, require_keys
+    from rspo_kit.train.config import RunConfig
+
+    replay = tmp_path / "replay.json.gz"
+    with gzip.open(replay, "wt") as f:
+        json.dump([{"task_id": str(i), "steps": list(range(50))} for i in range(200)], f)
+    _damaged(replay)
+    with pytest.raises(RecordError, match=re.escape("replay.json.gz: truncated or damaged")):
+        read_json_gz(replay)
+    (tmp_path / "state.json").write_text('{"iteration": 3}')
+    state = read_json(tmp_path / "state.json")
+    with pytest.raises(RecordError, match=r"state.json: missing key 'optimizers'"):
+        require_keys(state, ("iteration", "optimizers"), tmp_path / "state.json")
+    config = RunConfig().to_dict()
+    config["algo"]["learning_rat"] = 1e-5
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(RecordError, match=r"config.json: .*'learning_rat'"):
+        read_record(tmp_path / "config.json", RunConfig.from_dict)
+    with pytest.raises(FileNotFoundError):  # a missing file stays what it is
+        read_json(tmp_path / "nothing.json")
+
+
+def test_dashboard_from_run_names_the_damaged_metrics_file(tmp_path):
+    pytest.importorskip("ipywidgets")
+    from rspo_kit.records import RecordError
+    from rspo_widgets.dashboard import TrainingDashboard
+
+    (tmp_path / "metrics.jsonl").write_text(_metrics_lines(GOOD_ROW, '{"iteration": 1, "loss": nan'))
+    with pytest.raises(RecordError, match=r"metrics.jsonl, line 2: not valid JSON"):
+        TrainingDashboard.from_run(tmp_path)
+    (tmp_path / "metrics.jsonl").write_text(_metrics_lines('{"loss": 0.5}'))
+    with pytest.raises(RecordError, match=r"metrics.jsonl: .*'iteration'"):
+        TrainingDashboard.from_run(tmp_path)
+
+
+def _archived_sweep(out, metrics: str = GOOD_ROW, results: str = '{"final_eval_success": 0.5}'):
+    cells = {f"variant={v}__train.seed=0": {"variant": v, "train.seed": 0} for v in ("plain", "rspo")}
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps({"keys": ["variant", "train.seed"], "cells": cells}))
+    for name in cells:
+        (out / name).mkdir()
+        (out / name / "results.json").write_text(results)
+        (out / name / "metrics.jsonl").write_text(_metrics_lines(GOOD_ROW, metrics))
+    return out, next(iter(cells))
+
+
+@pytest.mark.parametrize("damaged", ["metrics.jsonl", "results.json", "sweep.json"])
+def test_report_names_the_damaged_file(tmp_path, capsys, damaged):
+    from rspo_kit.experiments.report import main as report_main
+
+    out, cell = _archived_sweep(tmp_path / "sweep")
+    assert report_main([str(out), "--statistics"]) == 0
+    path = out / damaged if damaged == "sweep.json" else out / cell / damaged
+    _damaged(path, keep=0.8)
+    capsys.readouterr()
+    assert report_main([str(out), "--statistics"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"error: {path}") and "not valid JSON" in error, error

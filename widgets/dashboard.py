@@ -13,7 +13,8 @@ from typing import Any
 import ipywidgets as W
 import pandas as pd
 
-from rspo_kit.records import load_metrics
+from rspo_kit.records import RecordError, load_metrics
+from rspo_kit.records.metrics import METRICS_FILE
 from rspo_widgets._base import WidgetBase
 from rspo_widgets._data import DASHBOARD_PANELS, ENV_STEPS, X_AXES, merge_metrics
 from rspo_widgets._figures import dashboard_figure
@@ -43,8 +44,14 @@ class TrainingDashboard(WidgetBase):
 
     @classmethod
     def from_run(cls, run_dir: str | Path, x: str = "iteration") -> TrainingDashboard:
-        """A dashboard of a finished (or running) run directory's ``metrics.jsonl``."""
-        return cls.from_metrics(load_metrics(run_dir), x=x)
+        """A dashboard of a finished (or running) run directory's ``metrics.jsonl``; ``RecordError``
+        names the file (and the line) where it is damaged or holds no iterations."""
+        metrics = load_metrics(run_dir)
+        iterations = pd.to_numeric(metrics.get("iteration", pd.Series(dtype=float)), errors="coerce")
+        if "iteration" not in metrics or iterations.isna().any():
+            path = Path(run_dir) / METRICS_FILE
+            raise RecordError(path, "every row needs a numeric 'iteration': not a training run's metrics log")
+        return cls.from_metrics(metrics, x=x)
 
     @classmethod
     def from_metrics(cls, metrics: pd.DataFrame, x: str = "iteration") -> TrainingDashboard:

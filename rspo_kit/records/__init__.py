@@ -3,11 +3,21 @@ the results a notebook records for batch runs (``RSPO_RESULTS`` lines, ``results
 episodes of a run's final evaluations (parquet, one row per task and sample), and what a run started
 from (``start.json``: the starting policy's provenance and the digest of its weights).
 
-Nothing here knows about the trainer's internals: a metrics row is a flat dict of namespaced
+A record that cannot be read raises ``RecordError`` naming the file, the line and what is wrong
+(``rspo_kit.records.files``). Nothing here knows about the trainer's internals: a metrics row is a flat dict of namespaced
 numbers; a trajectory table is one row per turn with the rewards and advantages the update used.
 """
 
 from rspo_kit.records.episodes import load_episodes, write_episodes
+from rspo_kit.records.files import (
+    RecordError,
+    read_json,
+    read_json_gz,
+    read_jsonl,
+    read_parquet,
+    read_record,
+    require_keys,
+)
 from rspo_kit.records.metrics import MetricsLog, load_metrics
 from rspo_kit.records.notebook import NoResults, has_results, read_results, record, save_figure
 from rspo_kit.records.start import read_start, write_start
@@ -17,13 +27,20 @@ __all__ = [
     "TURN_COLUMNS",
     "MetricsLog",
     "NoResults",
+    "RecordError",
     "has_results",
     "load_episodes",
     "load_metrics",
     "load_turns",
+    "read_json",
+    "read_json_gz",
+    "read_jsonl",
+    "read_parquet",
+    "read_record",
     "read_results",
     "read_start",
     "record",
+    "require_keys",
     "save_figure",
     "turn_table",
     "write_episodes",

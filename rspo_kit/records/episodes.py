@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from rspo_kit.records.files import read_parquet
 from rspo_kit.records.tables import write_table
 
 EPISODES_FILE = "final_episodes.parquet"
@@ -34,7 +35,7 @@ def write_episodes(run_dir: str | Path, evaluation: str, episodes: Sequence[Mapp
     path = Path(run_dir) / EPISODES_FILE
     rows = pd.DataFrame([{"evaluation": evaluation, **e} for e in episodes], columns=list(EPISODE_COLUMNS))
     if path.exists():
-        kept = pd.read_parquet(path)
+        kept = read_parquet(path)
         rows = pd.concat([kept[kept["evaluation"] != evaluation], rows], ignore_index=True)
     rows["task_id"] = rows["task_id"].astype(str)
     return write_table(rows, path)
@@ -46,4 +47,4 @@ def load_episodes(run_dir: str | Path) -> pd.DataFrame:
     path = Path(run_dir) / EPISODES_FILE
     if not path.exists():
         raise FileNotFoundError(f"no {EPISODES_FILE} in {run_dir}")
-    return pd.read_parquet(path)
+    return read_parquet(path)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from rspo_kit.records.files import read_jsonl
+
 METRICS_FILE = "metrics.jsonl"  # a run's metrics rows, in its run folder
 
 
@@ -45,8 +47,10 @@ class MetricsLog:
 
 
 def load_metrics(run_dir: str | Path) -> pd.DataFrame:
-    """The metrics of a run directory, one row per iteration (row 0: the starting point)."""
+    """The metrics of a run directory, one row per iteration (row 0: the starting point).
+
+    ``RecordError`` names the file and the line that is not a JSON object."""
     path = Path(run_dir) / METRICS_FILE
     if not path.exists():
         raise FileNotFoundError(f"no {METRICS_FILE} in {run_dir}")
-    return pd.DataFrame([json.loads(line) for line in path.read_text().splitlines() if line.strip()])
+    return pd.DataFrame(read_jsonl(path))

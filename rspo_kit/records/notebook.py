@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rspo_kit.records.files import RecordError
+
 TAG = "RSPO_RESULTS"
 RESULTS_FILE = "results.json"
 
@@ -96,7 +98,13 @@ def read_results(notebook_path: str | os.PathLike) -> dict:
                 found = line[len(TAG) + 1 :]
     if found is None:
         raise NoResults(f"{path} carries no {TAG} line")
-    return json.loads(found)
+    try:
+        results = json.loads(found)
+    except json.JSONDecodeError as err:
+        raise RecordError(path, f"its {TAG} line is not valid JSON: {err.msg} (column {err.colno})") from None
+    if not isinstance(results, dict):
+        raise RecordError(path, f"its {TAG} line holds a {type(results).__name__}, not a JSON object")
+    return results
 
 
 def has_results(notebook_path: str | os.PathLike) -> bool:

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from rspo_kit.paths import atomic_write_text
+from rspo_kit.records.files import read_json
 
 START_FILE = "start.json"  # a run's starting policy, in its run folder
 
@@ -30,4 +31,4 @@ def write_start(run_dir: str | Path, record: dict) -> bool:
 def read_start(run_dir: str | Path) -> dict | None:
     """The run's start record, or None for a run without one (runs recorded before start records existed)."""
     path = Path(run_dir) / START_FILE
-    return json.loads(path.read_text()) if path.exists() else None
+    return read_json(path) if path.exists() else None

@@ -9,6 +9,8 @@ from typing import Any
 
 import pandas as pd
 
+from rspo_kit.records.files import read_parquet
+
 TURN_COLUMNS = (
     "iteration",
     "role",  # actor, explorer or replay (a replayed explorer trajectory inside an actor group)
@@ -94,4 +96,4 @@ def load_turns(run_dir: str | Path, iteration: int | None = None) -> pd.DataFram
     )
     if not files or not files[0].exists():
         raise FileNotFoundError(f"no turn tables under {folder}")
-    return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    return pd.concat([read_parquet(f) for f in files], ignore_index=True)
