@@ -77,7 +77,10 @@ class _Alarm:
     def __exit__(self, *exc) -> None:
         if self.active:
             self.disarm()
-            signal.signal(signal.SIGALRM, self.outer_handler)
+            # None: a handler installed outside Python, which Python cannot reinstate
+            signal.signal(
+                signal.SIGALRM, signal.SIG_DFL if self.outer_handler is None else self.outer_handler
+            )
             if self.outer_deadline is not None:
                 left = max(self.outer_deadline - time.monotonic(), 1e-3)
                 signal.setitimer(signal.ITIMER_REAL, left, self.outer_interval)
