@@ -23,6 +23,7 @@ import pandas as pd
 import torch
 
 from rspo_kit.algos.grpo import grpo_advantages
+from rspo_kit.envs import list_tasks
 from rspo_kit.experiments.report import value_text
 from rspo_kit.experiments.sweep import mean_ci
 from rspo_kit.records import load_episodes
@@ -87,6 +88,9 @@ class Quickstart:
 def reward_model(cfg: RunConfig) -> RewardModel:
     """The rewards a run of ``cfg`` is scored with, built as the trainer builds them (for the swap's
     process labels and outcomes in ``rspo_widgets``' swap figure)."""
+    list_tasks(
+        cfg.env.name, split="eval", n=1
+    )  # a capped chain level registers (its rewards too) on first use
     r = cfg.reward
     outcome = OutcomeConfig(r.outcome_mode, r.invalid_penalty)
     return RewardModel.build(cfg.env.name, outcome, r.process, r.misalign_eps, r.mix_lambda)
@@ -238,18 +242,14 @@ def curve_text(curves: pd.DataFrame, window: int = 3) -> str:
 def rescue_table(metrics: pd.DataFrame, tasks_per_iteration: int) -> pd.DataFrame:
     """RSPO's swap per iteration: env steps, the actor's groups where every episode failed (what a
     replayed success can rescue) and the groups the swap rescued, as counts of groups."""
-    rows = metrics.dropna(subset=["swap/rescued_groups"]) if "swap/rescued_groups" in metrics else metrics[:0]
-    return pd.DataFrame(
-        {
-            "iteration": rows["iteration"].astype(int).to_numpy(),
-            "env_steps": rows[ENV_STEPS].astype(float).to_numpy(),
-            "all_failure_groups": (rows["swap/all_failure_groups_before"] * tasks_per_iteration)
-            .round()
-            .astype(int)
-            .to_numpy(),
-            "rescued_groups": rows["swap/rescued_groups"].astype(int).to_numpy(),
-        }
-    )
+    columns = ["iteration", "env_steps", "all_failure_groups", "rescued_groups"]
+    if "swap/rescued_groups" not in metrics:  # a run without a swap
+        return pd.DataFrame(columns=columns)
+    rows = metrics.dropna(subset=["swap/rescued_groups"])
+    failed = (rows["swap/all_failure_groups_before"] * tasks_per_iteration).round()
+    values = [rows["iteration"], rows[ENV_STEPS], failed, rows["swap/rescued_groups"]]
+    types = [int, float, int, int]
+    return pd.DataFrame({c: v.astype(t).to_numpy() for c, v, t in zip(columns, values, types, strict=True)})
 
 
 def rescue_text(rescues: pd.DataFrame, tasks_per_iteration: int) -> str:
