@@ -396,3 +396,23 @@ def test_runs_of_one_config_started_in_the_same_second_get_their_own_folders(tmp
     policy, _ = initial_policy(cfg, progress_bar=False)
     first, second = Trainer(cfg, policy), Trainer(cfg, policy)
     assert first.run_dir != second.run_dir and first.run_dir.parent == second.run_dir.parent
+
+
+def test_the_cli_reports_a_stopped_run_in_one_line(tmp_path, capsys):
+    from rspo_kit.train.__main__ import main
+
+    argv = [
+        "--preset",
+        "smoke",
+        "--env",
+        "dial",
+        "--algo",
+        "grpo",
+        "algo.lr=1e3",
+        "algo.minibatch_steps=100000",
+    ]
+    argv += ["train.iterations=3", "train.threads=1", f"train.run_dir={tmp_path / 'run'}"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: training stopped at iteration 2: non-finite gradient norm")
+    assert "Traceback" not in "\n".join(err)

@@ -13,7 +13,8 @@ those weights.
 
 Only the config is imported up front: torch, transformers and the trainer load when a run starts, so
 ``--help`` and a mistyped field answer at once. A bad config field or value is one line on stderr and
-exit status 2.
+exit status 2; a run stopped by a non-finite value is one line naming the iteration and the last good
+checkpoint, and exit status 1.
 """
 
 from __future__ import annotations
@@ -121,9 +122,17 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as err:  # CheckpointError too: no run there
             print(f"error: {err}", file=sys.stderr)
             return 2
-        from rspo_kit.train.trainer import train
+        from rspo_kit.train.checkpoint import CheckpointError
+        from rspo_kit.train.trainer import TrainingStopped, train
 
-        result = train(cfg, resume=args.resume)
+        try:
+            result = train(cfg, resume=args.resume)
+        except CheckpointError as err:  # no checkpoint there loads
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        except TrainingStopped as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
     else:
         try:
             cfg = config(args)
@@ -131,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {err}", file=sys.stderr)
             return 2
         from rspo_kit.train.setup import install_warmstart
-        from rspo_kit.train.trainer import train
+        from rspo_kit.train.trainer import TrainingStopped, train
 
         if args.warmstart_from:
             try:
@@ -141,7 +150,11 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             verb = "installed" if done["installed"] else "already held"
             print(f"warm start {done['weights_sha256'][:12]} {verb} at {done['folder']}", file=sys.stderr)
-        result = train(cfg)
+        try:
+            result = train(cfg)
+        except TrainingStopped as err:  # a non-finite value: one line, not a traceback
+            print(f"error: {err}", file=sys.stderr)
+            return 1
     final = {k: v for k, v in result.final.items() if k.startswith(("eval/", "rollout/cumulative"))}
     print(json.dumps({"run_dir": str(result.run_dir), **final}, indent=1))
     return 0

@@ -25,6 +25,11 @@ start: ``rspo_kit.train.setup.initial_policy``) and hands it to ``Trainer(cfg, p
 
 Events go to callbacks: any object with some of ``on_rollout_end``, ``on_swap``, ``on_update_end``,
 ``on_eval``, ``on_checkpoint`` (each receives an ``Event``). A callback's exception stops the run.
+
+A non-finite loss, gradient norm, parameter, advantage or critic value (``rspo_kit.train.update``), or
+a non-finite state at a checkpoint, stops the run with ``TrainingStopped``: the step is not taken,
+the iteration's metrics row and checkpoint are not kept, and the message names the iteration and the
+last good checkpoint, which ``--resume`` continues from.
 """
 
 from __future__ import annotations
@@ -68,6 +73,10 @@ from rspo_kit.train.setup import initial_policy
 from rspo_kit.train.update import Learner, UpdateBatch, update
 
 EVENTS = ("on_rollout_end", "on_swap", "on_update_end", "on_eval", "on_checkpoint")
+
+
+class TrainingStopped(RuntimeError):
+    """A run stopped by a non-finite value; the message names the iteration and the last good checkpoint."""
 
 
 @dataclass
@@ -573,7 +582,7 @@ class Trainer:
             return folder
         raise CheckpointError(f"{self.run_dir} holds no loadable checkpoint: {'; '.join(failures)}")
 
-    def _stopped(self, k: int, err: FloatingPointError) -> RuntimeError:
+    def _stopped(self, k: int, err: FloatingPointError) -> TrainingStopped:
         """The one message of a run stopped by a non-finite value: the iteration, the last good
         checkpoint and how to continue from it. The iteration's row is dropped from the metrics."""
         if self.log.rows and self.log.rows[-1].get("iteration") == k:
@@ -585,11 +594,12 @@ class Trainer:
         else:
             where = (
                 f"the last good checkpoint is {last} (python -m rspo_kit.train --resume {self.run_dir} "
-                "continues from it, exactly as before; a run with a lower algo.lr starts again)"
+                "continues from it, and being exact meets the same values again unless their cause was "
+                "outside the run; a run with a lower algo.lr starts again)"
             )
-        return RuntimeError(
-            f"training stopped at iteration {k}: {err}. Nothing of iteration {k} was logged or "
-            f"checkpointed; {where}"
+        return TrainingStopped(
+            f"training stopped at iteration {k}: {err}. No metrics row or checkpoint of iteration {k} "
+            f"was kept; {where}"
         )
 
     # -------------------------------------------------------------------------------------- run
