@@ -127,6 +127,27 @@ def test_a_baseline_run_at_every_explorer_setting_pairs_with_its_own_setting():
     assert _row(table, "chain-4x2", 0.0, 0)["differences"] == pytest.approx([0.12, 0.10, 0.12])
 
 
+def test_plain_and_the_control_run_at_one_eps_pair_with_every_eps_and_process_only_with_its_own():
+    # plain and the control never read the process reward: a sweep runs them at ε = 0 only
+    runs = runs_table()
+    rspo = runs[(runs["variant"] == "rspo") & (runs["env.name"] == "chain-4x2")]
+    process = runs[runs["variant"] == "plain"].assign(variant="process")
+    at_half = rspo.assign(**{"reward.misalign_eps": 0.5, METRIC: rspo[METRIC] - 0.2})
+    runs = pd.concat([runs, at_half, process], ignore_index=True)
+    plain = regime_differences(runs, METRIC, "rspo", "plain")
+    # ε = 0.5 pairs with plain's runs at ε = 0: the ε = 0 differences less 0.2
+    assert _row(plain, "chain-4x2", 0.5, 1)["differences"] == pytest.approx([-0.15, -0.10, -0.20])
+    assert _row(plain, "chain-4x2", 0.0, 1)["differences"] == pytest.approx([0.05, 0.10, 0.0])
+    control = regime_differences(runs, METRIC, "rspo", "control")
+    assert _row(control, "chain-4x2", 0.5, 0)["differences"] == pytest.approx([-0.18, -0.20, -0.18])
+    # process only trains on the process reward: its runs at ε = 0 say nothing about ε = 0.5
+    dense = regime_differences(runs, METRIC, "rspo", "process")
+    assert not (dense["reward.misalign_eps"] == 0.5).any()
+    assert len(regime_differences(runs, METRIC, "rspo", "process", eps_free_variants=())) == len(dense)
+    everywhere = regime_differences(runs, METRIC, "rspo", "process", eps_free_variants=("process",))
+    assert _row(everywhere, "chain-4x2", 0.5, 1)["n"] == 3
+
+
 def test_runs_that_share_a_seed_in_one_cell_are_an_error():
     runs = runs_table()
     twice = pd.concat([runs, runs[runs["variant"] == "plain"]], ignore_index=True)

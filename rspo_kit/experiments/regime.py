@@ -47,24 +47,23 @@ SWEEP_OUT = "runs/sweeps/regime_map"
 LEVELS = ["chain-4x2", "chain-4x2-cap10", "chain-4x2-cap8"]
 EPS = [0.0, 0.5, 0.9]
 SEEDS = [0, 1, 2]
-# Two grids into one folder, read as one sweep. The baselines have no explorer: they run once per
-# difficulty × ε × seed and pair with every explorer setting (``regime_differences``). GRPO, because an
+# Four grids into one folder, read as one sweep. The variants without an explorer run once per
+# difficulty × ε × seed and pair with every explorer setting (``regime_differences``); plain and the
+# control never read the process reward (the control's explorer takes no dense update), so ε changes
+# nothing they train on: their runs at ε 0.5 and 0.9 repeat those at 0 bit for bit (measured: plain
+# GRPO on chain-4x2-cap8, 3 seeds), and they run at ε = 0 only and pair with every ε. GRPO, because an
 # all-failure group gives it no gradient at all: the case the swap's replayed successes address.
-BASELINE_GRID = {
+RSPO_GRID = {
     "env.name": LEVELS,
     "reward.misalign_eps": EPS,
     "algo.name": ["grpo"],
-    "variant": ["plain", "process", "mix"],
-    "train.seed": SEEDS,
-}
-EXPLORER_GRID = {
-    "env.name": LEVELS,
-    "reward.misalign_eps": EPS,
-    "algo.name": ["grpo"],
-    "variant": ["rspo", "control"],
+    "variant": ["rspo"],
     "swap.sync_every": [1, 0],
     "train.seed": SEEDS,
 }
+CONTROL_GRID = RSPO_GRID | {"reward.misalign_eps": [0.0], "variant": ["control"]}
+PLAIN_GRID = {k: v for k, v in CONTROL_GRID.items() if k != "swap.sync_every"} | {"variant": ["plain"]}
+DENSE_GRID = PLAIN_GRID | {"reward.misalign_eps": EPS, "variant": ["process", "mix"]}
 
 
 def _make_sweep(grid: Mapping[str, list]) -> str:
@@ -73,11 +72,11 @@ def _make_sweep(grid: Mapping[str, list]) -> str:
 
 # the commands that run the map's sweep (resumable: rerun to continue) and archive it for notebook 07
 RERUN_COMMANDS = (
-    _make_sweep(BASELINE_GRID),
-    _make_sweep(EXPLORER_GRID),
+    *(_make_sweep(grid) for grid in (RSPO_GRID, CONTROL_GRID, PLAIN_GRID, DENSE_GRID)),
     f".venv/bin/python -m rspo_kit.experiments.archive {SWEEP_OUT} {ARCHIVE}",
 )
 EXPLORER_VARIANTS = ("rspo", "control")  # the variants with an explorer, whose setting is a map key
+EPS_FREE_VARIANTS = ("plain", "control")  # the variants whose training never reads the process reward
 COMPARISONS = (("rspo", "plain"), ("rspo", "process"), ("rspo", "control"))
 # run_swap_statistics' names, in its order; MAP_STATISTICS: those notebook 07 draws beside the map
 SWAP_STATISTICS = (
@@ -246,6 +245,7 @@ def regime_differences(
     b: str = "plain",
     keys: MapKeys = KEYS,
     explorer_variants: Sequence[str] = EXPLORER_VARIANTS,
+    eps_free_variants: Sequence[str] = EPS_FREE_VARIANTS,
 ) -> pd.DataFrame:
     """A − B of ``metric`` per cell of the map (difficulty × ε × A's explorer setting), seed by seed.
 
@@ -254,7 +254,8 @@ def regime_differences(
     difficulty and ε; where ``b`` has an explorer (``explorer_variants``: RSPO − control) also of the
     same explorer setting. A baseline without an explorer (plain, process, mix) pairs with every
     explorer setting of ``a``: with its run of that setting where the sweep gave it one, else with its
-    one run of that seed. A seed that either side lacks, or whose ``metric`` is missing (None, NaN), is
+    one run of that seed. A ``b`` of ``eps_free_variants`` (plain, control: ε changes nothing they
+    train on) without runs at a cell's ε pairs with its runs at its lowest ε. A seed that either side lacks, or whose ``metric`` is missing (None, NaN), is
     left out of the pair, never counted as 0; a cell without a seed in common is left out.
 
     Returns one row per cell, difficulty easiest first (``difficulty_order``): the ``keys.cell``
@@ -269,7 +270,12 @@ def regime_differences(
     rows = []
     for d, e, x in _cells(first, keys, difficulty_order(runs, keys)):
         cell = {keys.difficulty: d, keys.eps: e, keys.explorer: x}
-        theirs = _select(second, {keys.difficulty: d, keys.eps: e})
+        theirs = _select(second, {keys.difficulty: d})
+        at_eps = _select(theirs, {keys.eps: e})
+        if len(at_eps) or b not in eps_free_variants or not len(theirs):
+            theirs = at_eps
+        else:
+            theirs = _select(theirs, {keys.eps: _levels(theirs[keys.eps])[0]})
         same = _select(theirs, {keys.explorer: x})
         theirs = same if b in explorer_variants or len(same) else theirs
         mine = _by_seed(_select(first, cell), metric, keys, f"{a} at {cell}")
