@@ -69,22 +69,23 @@ $(KERNEL_SPEC): $(STAMP)
 
 kernel: $(KERNEL_SPEC)
 
-# Headless notebook runs: no transformers progress bars (they would be stored as widget outputs).
-HEADLESS := HF_HUB_DISABLE_PROGRESS_BARS=1
+# Headless notebook runs: no download progress bars from Hugging Face or tqdm (they would be stored as
+# widget outputs). The quickstart's runner (rspo_kit.experiments.quickstart) sets the same itself.
+HEADLESS := HF_HUB_DISABLE_PROGRESS_BARS=1 TQDM_DISABLE=1
 
-# Main job: notebooks/00_quickstart.ipynb headless on the tiny CPU preset (SFT warm start, a few
-# RSPO-GiGPO iterations, evaluation; a few minutes, less once the warm start is cached in
-# .cache/warmstart/). Writes runs/demo/00_quickstart.ipynb (the executed notebook) and runs/demo/run/
-# (metrics, turn tables, checkpoints, figures as HTML; replaced on every `make demo`).
+# Main job: notebooks/00_quickstart.ipynb headless (papermill, through `python -m
+# rspo_kit.experiments.quickstart`, which starts the kernel on local sockets: no warning about plain TCP):
+# plain GRPO, RSPO-GRPO and GRPO on the process reward alone, trained one after another from the chain
+# testbed's committed warm start at one budget of env steps, then RSPO − plain and RSPO − process task by
+# task. The cells' printed lines (a progress line per iteration, each figure's text copy) stream to the
+# terminal; then the recorded results. Writes runs/demo/00_quickstart.ipynb (the executed notebook) and
+# runs/demo/run/ (each variant's run, figures as HTML; replaced on every `make demo`).
 DEMO_DIR     := runs/demo
 DEMO_THREADS ?= $(shell nproc 2>/dev/null || echo 2)
 demo: setup kernel
 	rm -rf $(DEMO_DIR)/run
-	mkdir -p $(DEMO_DIR)
-	$(HEADLESS) $(PY) -m papermill notebooks/00_quickstart.ipynb $(DEMO_DIR)/00_quickstart.ipynb \
-	  --kernel $(KERNEL) -p INTERACTIVE False -p THREADS $(DEMO_THREADS) -p RUN_DIR $(DEMO_DIR)/run
-	@echo "executed notebook: $(DEMO_DIR)/00_quickstart.ipynb"
-	@$(PY) -m rspo_kit.experiments.results $(DEMO_DIR)/00_quickstart.ipynb
+	$(HEADLESS) $(PY) -m rspo_kit.experiments.quickstart $(DEMO_DIR)/00_quickstart.ipynb \
+	  -p THREADS $(DEMO_THREADS) -p RUN_DIR $(DEMO_DIR)/run
 
 # Experiment sweeps: notebooks/04_training.ipynb over algorithm x variant x seed on a protocol preset
 # (PROTOCOL: alfworld-40k or webshop-7k in rspo_kit/train/config.py: the committed warm start, the

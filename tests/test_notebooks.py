@@ -84,25 +84,28 @@ def check_run(results: dict, iterations: int) -> None:
 
 
 # ------------------------------------------------------------------------------------ the notebooks
-def test_00_quickstart_warm_starts_trains_and_evaluates(kernel, tmp_path):
+def test_00_quickstart_compares_plain_rspo_and_process(kernel, tmp_path):
+    # a budget of one iteration each, a few eval tasks: the three runs and every section in seconds
     run_dir = tmp_path / "run"
-    results = execute(
-        "00_quickstart",
-        kernel,
-        tmp_path,
-        PRESET="smoke",
-        ITERATIONS=1,
-        SFT_MINUTES=0.05,
-        SFT_DEMO_TASKS=8,
-        EVAL_N=2,
-        MAX_STEPS=6,
-        RUN_DIR=str(run_dir),
-    )
-    check_run(results, iterations=1)
-    assert results["run_dir"] == str(run_dir) and finite(results["seconds"])
-    assert 0 <= results["rollout_success"] <= 1
+    params = dict(BUDGET=100, FINAL_N=4, EVAL_N=1, EVAL_EVERY=1, RUN_DIR=str(run_dir))
+    results = execute("00_quickstart", kernel, tmp_path, **params)
+    for variant in ("plain", "rspo", "process"):
+        low, high = results[f"{variant}_ci"]
+        assert 0 <= low <= results[f"{variant}_success"] <= high <= 1
+        assert results["env_steps"][variant] >= 100 and results["iterations"][variant] == 1
+        assert (run_dir / variant / "final_episodes.parquet").is_file()
+    for other in ("plain", "process"):  # paired on the same 4 tasks, one episode each: a difference of means
+        difference, (low, high) = results[f"rspo_minus_{other}"], results[f"rspo_minus_{other}_ci"]
+        assert difference == pytest.approx(results["rspo_success"] - results[f"{other}_success"])
+        assert low <= difference <= high and results[f"rspo_minus_{other}_tasks"] == 4
+    assert 0 <= results["rescued_groups"] <= results["all_failure_groups"]  # only all-failure groups rescue
+    assert (results["rescued_example"] is None) == (results["rescued_groups"] == 0)
     assert json.loads((run_dir / "results.json").read_text()) == results
-    assert (run_dir / "success_vs_env_steps.html").is_file() and (run_dir / "metrics.jsonl").is_file()
+    assert (run_dir / "success_vs_env_steps.html").is_file() and (run_dir / "rescued_groups.html").is_file()
+    shown = json.loads((tmp_path / "00_quickstart.ipynb").read_text())["cells"]
+    printed = "".join("".join(o.get("text", "")) for c in shown for o in c.get("outputs", []))
+    assert "rspo     iteration   1  env steps" in printed  # a progress line per iteration
+    assert "Loading weights" not in printed  # headless output without transformers' loading bars
 
 
 def test_01_environments_and_rewards(kernel, tmp_path):

@@ -170,7 +170,7 @@ def test_success_curves_and_their_summary():
     assert (plain.iterations, plain.env_steps, plain.first, plain.last) == (5, 1250, 0.05, 0.35)
     assert (rspo.first, rspo.last, rspo.window) == (pytest.approx(0.3), pytest.approx(0.3), 2)
     text = curve_text(curves, window=2)
-    assert "**plain GRPO**: 5 iterations to 1,250 env steps" in text and "35% in its last 2" in text
+    assert "- plain GRPO: 5 iterations to 1,250 env steps" in text and "35% in its last 2" in text
 
 
 def test_rescue_table_counts_groups():
@@ -183,8 +183,10 @@ def test_rescue_table_counts_groups():
     ]
     assert rescues["env_steps"].tolist() == [384, 768, 1152]
     text = rescue_text(rescues, 4)
-    assert "RSPO's 3 iterations (12 actor groups" in text and "6 groups failed every episode" in text
+    assert "RSPO's 3 iterations (12 actor groups, one per task), 6 groups failed every episode" in text
     assert "rescued 2 groups, in 2 of the 3 iterations" in text
+    one = rescue_text(rescue_table(metrics_of([0.0], 384, swap=[(0.25, 1.0)]), 4), 4)
+    assert "RSPO's 1 iteration (4 actor groups, one per task), 1 group failed" in one
     assert rescue_table(metrics_of([0.1], 250), 4).empty  # a run without a swap
 
 

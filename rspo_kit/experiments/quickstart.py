@@ -8,11 +8,19 @@ iteration and keeps one ``on_swap`` event in which the swap rescued a group; ``s
 ``rescue_table`` and ``summary_table`` are what the notebook shows; ``paired_difference`` is RSPO −
 another variant task by task, as ``rspo_kit.experiments.report`` pairs final episodes: the runs evaluate
 the same tasks with the same seed, so the pairs share a task and its sampling seed.
+
+``python -m rspo_kit.experiments.quickstart OUTPUT [-p NAME VALUE]...`` (``make demo``) runs the notebook
+headless with papermill, its printed lines (a progress line per iteration, the tables' text) streamed
+to the terminal, then prints what it recorded.
 """
 
 from __future__ import annotations
 
+import argparse
+import ast
 import math
+import os
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +34,7 @@ from rspo_kit.algos.grpo import grpo_advantages
 from rspo_kit.envs import list_tasks
 from rspo_kit.experiments.report import value_text
 from rspo_kit.experiments.sweep import mean_ci
+from rspo_kit.paths import repository_path
 from rspo_kit.records import load_episodes
 from rspo_kit.rewards.outcome import OutcomeConfig
 from rspo_kit.rewards.signals import RewardModel
@@ -227,14 +236,19 @@ def curve_summaries(curves: pd.DataFrame, window: int = 3) -> list[CurveSummary]
     return out
 
 
+def _count(n: int, noun: str) -> str:
+    """``n`` and the noun, plural unless one: ``_count(1, "group")`` is "1 group"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def curve_text(curves: pd.DataFrame, window: int = 3) -> str:
-    """What the success figure shows, in its own numbers (Markdown: one bullet per variant)."""
+    """What the success figure shows, in its own numbers: one line per variant."""
     lines = []
     for c in curve_summaries(curves, window):
         lines.append(
-            f"- **{LABELS.get(c.variant, c.variant)}**: {c.iterations} iterations to {c.env_steps:,.0f} env "
-            f"steps; sampled success {100 * c.first:.0f}% in its first {c.window} iterations, "
-            f"{100 * c.last:.0f}% in its last {c.window}."
+            f"- {LABELS.get(c.variant, c.variant)}: {_count(c.iterations, 'iteration')} to "
+            f"{c.env_steps:,.0f} env steps; sampled success {100 * c.first:.0f}% in its first "
+            f"{_count(c.window, 'iteration')}, {100 * c.last:.0f}% in its last {c.window}."
         )
     return "\n".join(lines)
 
@@ -253,16 +267,16 @@ def rescue_table(metrics: pd.DataFrame, tasks_per_iteration: int) -> pd.DataFram
 
 
 def rescue_text(rescues: pd.DataFrame, tasks_per_iteration: int) -> str:
-    """What the rescue figure shows, in its own numbers (one Markdown paragraph)."""
+    """What the rescue figure shows, in its own numbers (one paragraph)."""
     if rescues.empty:
         return "RSPO ran no swap (no iteration finished)."
     groups = len(rescues) * tasks_per_iteration
     failed, rescued = int(rescues["all_failure_groups"].sum()), int(rescues["rescued_groups"].sum())
     with_rescue = int((rescues["rescued_groups"] > 0).sum())
     return (
-        f"Over RSPO's {len(rescues)} iterations ({groups} actor groups of {tasks_per_iteration} tasks each), "
-        f"{failed} groups failed every episode, so GRPO's advantages were 0 in them; the swap rescued "
-        f"{rescued} groups, in {with_rescue} of the {len(rescues)} iterations."
+        f"Over RSPO's {_count(len(rescues), 'iteration')} ({groups} actor groups, one per task), "
+        f"{_count(failed, 'group')} failed every episode, so GRPO's advantages were 0 there; the swap "
+        f"rescued {_count(rescued, 'group')}, in {with_rescue} of the {_count(len(rescues), 'iteration')}."
     )
 
 
@@ -402,7 +416,7 @@ class Summary:
         return pd.DataFrame(rows, columns=["", "sampled eval success (%)", "95% interval", "tasks"])
 
     def text(self) -> str:
-        """The table's conclusion in its own numbers (Markdown)."""
+        """The table's conclusion in its own numbers: one line per difference."""
         lines = []
         for other, d in self.differences.items():
             if math.isnan(d.ci_low):
@@ -442,3 +456,65 @@ def summarize(run_dirs: Mapping[str, str | Path], metrics: Mapping[str, pd.DataF
         for other in (v for v in run_dirs if v != "rspo"):
             differences[other] = paired_difference(rspo, load_episodes(run_dirs[other]))
     return Summary(finals, differences)
+
+
+# ---------------------------------------------------------------------------------- headless run
+NOTEBOOK = "notebooks/00_quickstart.ipynb"
+
+
+def _kernel_manager_config() -> dict[str, dict[str, str]]:
+    """Kernels on IPC sockets where the OS has them: ipykernel >= 7 warns at every start of a kernel
+    whose channels are plain TCP, and local sockets are what it asks for (TCP stays on Windows)."""
+    return {"KernelManager": {"transport": "ipc"}} if os.name == "posix" else {}
+
+
+def run_headless(output: str | Path, parameters: Mapping[str, Any], stream: Any = None) -> Path:
+    """Execute the quickstart notebook with papermill into ``output``, ``INTERACTIVE`` False, on the
+    rspo-kit kernel; the cells' printed lines go to ``stream`` as they come (None: nowhere)."""
+    import papermill as pm
+    from traitlets.config import Config
+
+    from rspo_kit.experiments.sweep import HEADLESS_ENV, ensure_kernel
+
+    os.environ.update(HEADLESS_ENV)  # inherited by the kernel: no library progress bars
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    pm.execute_notebook(
+        str(repository_path(NOTEBOOK)),
+        str(output),
+        parameters={"INTERACTIVE": False, **parameters},
+        kernel_name=ensure_kernel(),
+        progress_bar=False,
+        stdout_file=stream,
+        config=Config(_kernel_manager_config()),
+    )
+    return Path(output)
+
+
+def _value(text: str) -> Any:
+    """A ``-p`` value as papermill's command line reads one: a Python literal, else the text."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the quickstart headless into OUTPUT and print its recorded results."""
+    parser = argparse.ArgumentParser(
+        prog="python -m rspo_kit.experiments.quickstart",
+        description="Run notebooks/00_quickstart.ipynb headless and print what it recorded.",
+    )
+    parser.add_argument("output", help="the executed notebook to write, e.g. runs/demo/00_quickstart.ipynb")
+    parser.add_argument(
+        "-p", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help="a notebook parameter"
+    )
+    args = parser.parse_args(argv)
+    from rspo_kit.experiments import results
+
+    run_headless(args.output, {name: _value(value) for name, value in args.p}, stream=sys.stdout)
+    print(f"executed notebook: {args.output}")
+    return results.main([args.output])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
