@@ -416,3 +416,10 @@ def test_the_cli_reports_a_stopped_run_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: training stopped at iteration 2: non-finite gradient norm")
     assert "Traceback" not in "\n".join(err)
+
+
+def test_an_optional_mode_takes_none_and_its_values_only():
+    cfg = RunConfig().override("env.engine", "alfworld").validate()
+    assert cfg.override("env.engine", "None").validate().env.engine is None
+    with pytest.raises(ValueError, match=r"EnvConfig\.engine = 'fast' is not allowed; choose one of"):
+        cfg.override("env.engine", "fast").validate()

@@ -434,9 +434,12 @@ def _parse(dotted: str, value: Any, hint: Any) -> Any:
     ValueError: train.iterations = 2.5: must be an integer
     """
     kinds = _kinds(hint)
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text in ("none", "null") and type(None) in kinds:
+        return None
     if any(get_origin(kind) is Literal for kind in kinds):
         return value
-    if not isinstance(value, str):
+    if text is None:
         for kind in kinds:
             if kind is bool and type(value) is int and value in (0, 1):
                 return bool(value)
@@ -445,9 +448,6 @@ def _parse(dotted: str, value: Any, hint: Any) -> Any:
             if (kind is float and type(value) is float) or _holds(value, kind):
                 return value  # a float's range (finite, > 0, ...) is validate()'s to name
     else:
-        text = value.strip().lower()
-        if text in ("none", "null") and type(None) in kinds:
-            return None
         for kind in kinds:
             if kind is str:
                 return value
