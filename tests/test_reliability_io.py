@@ -251,6 +251,23 @@ def test_a_lost_worker_reports_its_exit_code_or_signal(bad, cause):
         assert cause in _error(results[0]) and cause in _error(results[2]) and not results[1].done
 
 
+def test_a_worker_whose_own_loop_fails_reports_the_exception(monkeypatch):
+    import rspo_kit.envs.batch as batch
+
+    def broken(self, op, items):
+        raise RuntimeError("the worker loop broke")
+
+    with BatchRunner("misbehaving", n_workers=2, start_method="fork") as runner:
+        runner.reset(list_tasks("misbehaving"))
+        monkeypatch.setattr(batch._Slots, "handle", broken)  # workers forked from here on inherit it
+        runner._kill(0)
+        error = _error(runner.step({0: "ok"})[0])
+    assert (
+        error.startswith("worker 0 lost (exit code 1): Traceback")
+        and "RuntimeError: the worker loop broke" in error
+    )
+
+
 def test_an_unsendable_step_result_fails_its_episode_not_its_worker():
     with BatchRunner("misbehaving", n_workers=2) as runner:
         runner.reset(list_tasks("misbehaving"))
