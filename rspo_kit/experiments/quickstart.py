@@ -5,9 +5,10 @@ The notebook stays thin: it calls these functions and draws their tables. ``Quic
 notebook's parameters and builds each variant's ``RunConfig`` from the chain testbed's protocol
 (``preset("chain-4k")``); ``run_variants`` trains the three one after another with a progress line per
 iteration and keeps one ``on_swap`` event in which the swap rescued a group; ``success_curves``,
-``rescue_table`` and ``summary_table`` are what the notebook shows; ``paired_difference`` is RSPO −
-another variant task by task, as ``rspo_kit.experiments.report`` pairs final episodes: the runs evaluate
-the same tasks with the same seed, so the pairs share a task and its sampling seed.
+``rescue_table``, ``rescued_group`` and ``summarize`` are what the notebook shows.
+``paired_difference`` is RSPO − another variant task by task, as ``rspo_kit.experiments.report`` pairs
+final episodes: the runs evaluate the same tasks with the same seed, so the pairs share a task and its
+sampling seed.
 
 ``python -m rspo_kit.experiments.quickstart OUTPUT [-p NAME VALUE]...`` (``make demo``) runs the notebook
 headless with papermill, its printed lines (a progress line per iteration, the tables' text) streamed
@@ -39,6 +40,7 @@ from rspo_kit.records import load_episodes
 from rspo_kit.rewards.outcome import OutcomeConfig
 from rspo_kit.rewards.signals import RewardModel
 from rspo_kit.swap.replay import group_outcomes
+from rspo_kit.swap.stats import _zero_variance  # the rule swap/rescued_groups counts by
 from rspo_kit.train.config import RunConfig, preset
 
 # the variants the quickstart compares, in the order it shows them
@@ -97,9 +99,8 @@ class Quickstart:
 def reward_model(cfg: RunConfig) -> RewardModel:
     """The rewards a run of ``cfg`` is scored with, built as the trainer builds them (for the swap's
     process labels and outcomes in ``rspo_widgets``' swap figure)."""
-    list_tasks(
-        cfg.env.name, split="eval", n=1
-    )  # a capped chain level registers (its rewards too) on first use
+    # a capped chain level (chain-4x2-cap8) registers itself and its rewards when first resolved
+    list_tasks(cfg.env.name, split="eval", n=1)
     r = cfg.reward
     outcome = OutcomeConfig(r.outcome_mode, r.invalid_penalty)
     return RewardModel.build(cfg.env.name, outcome, r.process, r.misalign_eps, r.mix_lambda)
@@ -121,11 +122,6 @@ class ProgressLine:
         if "swap/rescued_groups" in m:
             line += f"  rescued groups {m['swap/rescued_groups']:.0f}"
         self.print_fn(line)
-
-
-def _zero_variance(values: Sequence[float]) -> bool:
-    # the rule of rspo_kit.swap.stats.swap_metrics: fewer than two samples or no spread
-    return len(values) < 2 or max(values) - min(values) < 1e-12
 
 
 def rescued_tasks(data: Mapping[str, Any], outcome: Callable[[Any], float]) -> list[str]:
