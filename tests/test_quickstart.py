@@ -116,7 +116,7 @@ def test_rescued_group_gives_the_mixed_groups_grpo_advantages():
     plain = rescued_group(event, "t", outcome, divide_by_std=False).mixed_advantages
     assert plain == pytest.approx([-0.2] * 4 + [0.8])
     text = group.text()
-    assert "task t" in text and "0 0 0 0 1" in text and "R+1.79" in text and "2 entered the buffer" in text
+    assert "task t" in text and "0 0 0 0 1" in text and "R+1.79" in text and "2 to the buffer" in text
 
 
 def test_progress_line_prints_steps_success_and_rescues():

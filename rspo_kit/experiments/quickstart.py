@@ -303,10 +303,10 @@ class RescuedGroup:
         return "\n".join(
             [
                 f"iteration {self.iteration}, task {self.task}",
-                f"  actor's group, outcomes:     {row(self.actor_outcomes)}  (no variance: every advantage 0)",
-                f"  explorer's episodes:         {row(self.explorer_outcomes)}  ({self.admitted} entered the buffer)",
-                f"  mixed group, outcomes:       {row(self.mixed_outcomes)}",
-                f"  mixed group, advantages:     {adv}  (A: the actor's own, R: replayed)",
+                f"  actor's group, outcomes:  {row(self.actor_outcomes)}  (no variance: every advantage 0)",
+                f"  explorer's episodes:      {row(self.explorer_outcomes)}  ({self.admitted} to the buffer)",
+                f"  mixed group, outcomes:    {row(self.mixed_outcomes)}",
+                f"  mixed group, advantages:  {adv}  (A: the actor's own, R: replayed)",
             ]
         )
 
