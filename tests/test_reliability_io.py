@@ -435,6 +435,18 @@ def _archived_sweep(out, metrics: str = GOOD_ROW, results: str = '{"final_eval_s
     return out, next(iter(cells))
 
 
+@pytest.mark.parametrize("damaged", ["results.json", "sweep.json"])
+def test_load_sweep_names_the_damaged_file(tmp_path, damaged):
+    from rspo_kit.experiments.sweep import load_sweep
+    from rspo_kit.records import RecordError
+
+    out, cell = _archived_sweep(tmp_path / "sweep")
+    path = out / damaged if damaged == "sweep.json" else out / cell / damaged
+    _damaged(path, keep=0.8)
+    with pytest.raises(RecordError, match=rf"^{re.escape(str(path))}, line 1: not valid JSON"):
+        load_sweep(out)
+
+
 @pytest.mark.parametrize("damaged", ["metrics.jsonl", "results.json", "sweep.json"])
 def test_report_names_the_damaged_file(tmp_path, capsys, damaged):
     from rspo_kit.experiments.report import main as report_main

@@ -352,7 +352,7 @@ def test_a_checkpoint_with_flipped_bits_is_refused_naming_the_tensor(tmp_path):
     offsets = json.loads(data[8 : 8 + header])["module.m.0.weight"]["data_offsets"]
     data[8 + header + offsets[0] + 3] ^= 0x40  # one exponent bit of the first weight
     path.write_bytes(bytes(data))
-    with pytest.raises(CheckpointError, match=r"module\.m\.0\.weight.*tensors\.safetensors.*digest"):
+    with pytest.raises(CheckpointError, match=r"tensors\.safetensors: tensor module\.m\.0\.weight .*digest"):
         load_checkpoint(folder, {"m": module}, {"m": opt})
 
 
@@ -369,7 +369,10 @@ def test_a_missing_or_extra_tensor_is_an_error_naming_it(tmp_path):
     tensors = load_file(str(path))
     del tensors["module.m.1.bias"]
     save_file(tensors, str(path))
-    with pytest.raises(CheckpointError, match=r"module\.m\.1\.bias.*missing from .*tensors\.safetensors"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"tensors\.safetensors: module\.m\.1\.bias: recorded in .*state\.json but missing",
+    ):
         load_checkpoint(folder, {"m": module}, {"m": opt})
 
 
@@ -382,6 +385,63 @@ def test_an_intact_checkpoint_loads_bit_for_bit(tmp_path):
         assert torch.equal(a, b)
     for slots, fresh_slots in zip(opt.state.values(), fresh_opt.state.values(), strict=True):
         assert all(torch.equal(v, fresh_slots[n]) for n, v in slots.items())
+
+
+def test_a_truncated_tensors_file_is_a_record_error_naming_it(tmp_path):
+    from rspo_kit.records import RecordError
+
+    folder, module, opt = _saved(tmp_path)
+    path = folder / "tensors.safetensors"
+    path.write_bytes(path.read_bytes()[:-100])
+    with pytest.raises(RecordError, match=rf"^{re.escape(str(path))}: truncated or damaged safetensors"):
+        load_checkpoint(folder, {"m": module}, {"m": opt})
+
+
+def test_a_state_json_missing_a_key_is_an_error_naming_the_file_and_the_key(tmp_path):
+    from rspo_kit.records import RecordError
+
+    folder, module, opt = _saved(tmp_path)
+    path = folder / "state.json"
+    with pytest.raises(RecordError, match=rf"^{re.escape(str(path))}: missing key 'iteration'"):
+        load_checkpoint(folder, {"m": module}, {"m": opt}, state_keys=("iteration", "rows"))
+    state = json.loads(path.read_text())
+    del state["optimizers"]
+    path.write_text(json.dumps(state))
+    with pytest.raises(CheckpointError, match=rf"^{re.escape(str(path))}: missing key 'optimizers'"):
+        load_checkpoint(folder, {"m": module}, {"m": opt})
+
+
+def test_a_truncated_replay_is_an_error_naming_it_and_no_module_changes(tmp_path):
+    import gzip
+
+    from rspo_kit.records import RecordError
+
+    folder = _saved(tmp_path)[0]
+    replay = folder / "replay.json.gz"
+    with gzip.open(replay, "wt") as f:
+        json.dump([{"task_id": str(i), "steps": list(range(50))} for i in range(200)], f)
+    replay.write_bytes(replay.read_bytes()[:200])
+    fresh = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 2))
+    before = {k: v.clone() for k, v in fresh.state_dict().items()}
+    with pytest.raises(RecordError, match=rf"^{re.escape(str(replay))}: truncated or damaged gzip"):
+        load_checkpoint(folder, {"m": fresh}, {})
+    assert all(torch.equal(before[k], v) for k, v in fresh.state_dict().items())
+
+
+def test_a_config_json_with_an_unknown_field_is_an_error_naming_it(tmp_path):
+    from rspo_kit.records import RecordError
+
+    run_dir = tmp_path / "run"
+    _saved(run_dir)
+    config = preset("smoke", env="dial", algo="grpo").to_dict()
+    config["algo"]["learning_rat"] = 1e-5
+    path = run_dir / "config.json"
+    path.write_text(json.dumps(config))
+    for read in (trainer_module.trained_actor, trainer_module.stored_config):
+        with pytest.raises(RecordError, match=rf"^{re.escape(str(path))}: .*'learning_rat'"):
+            read(run_dir)
+    with pytest.raises(RecordError, match=rf"^{re.escape(str(path))}: .*'learning_rat'"):
+        train(resume=run_dir)
 
 
 # ------------------------------------------------------------------------------------- run folders

@@ -42,7 +42,6 @@ import pandas as pd
 
 from rspo_kit.experiments.sweep import (
     CURVE_X,
-    MANIFEST,
     SEED_KEY,
     CellOutcome,
     cell_progress,
@@ -57,7 +56,6 @@ from rspo_kit.experiments.sweep import (
     write_figure_html,
 )
 from rspo_kit.records import load_episodes, load_metrics, read_json, read_start
-from rspo_kit.records.notebook import RESULTS_FILE
 
 # what to report when no metrics are named: the protocols' test splits, else the last evaluation
 DEFAULT_METRICS = ("final_eval_success", "final_eval_unseen_success")
@@ -511,7 +509,7 @@ def sweep_statistics(
     """One row per finished cell of a sweep: its name, grid values and ``run_statistics`` of its run
     (``loaded``: what ``load_sweep(out_dir)`` returned, if the caller has it already; ``folders``:
     each cell's run folder where it is not ``out_dir / cell``, as ``pooled_sweep`` returns them)."""
-    manifest, rows = loaded or _load_sweep(out_dir)
+    manifest, rows = loaded or load_sweep(out_dir)
     folders = folders or {name: Path(out_dir) / name for name in manifest["cells"]}
     return _frame(
         [
@@ -542,17 +540,6 @@ def running_statistics(folders: Mapping[str, Path], manifest: dict, finished: se
             continue
         rows.append({"cell": name, **params} | run_statistics(metrics))
     return _frame(rows, manifest["keys"])
-
-
-def _load_sweep(out_dir: str | Path) -> tuple[dict, list[dict]]:
-    """``load_sweep``, naming the sweep's file that is not valid JSON (``RecordError``): its own
-    error does not say which, so the manifest and the cells' results are read again to find it."""
-    try:
-        return load_sweep(out_dir)
-    except json.JSONDecodeError:
-        for path in [Path(out_dir) / MANIFEST, *sorted(Path(out_dir).glob(f"*/{RESULTS_FILE}"))]:
-            read_json(path)
-        raise
 
 
 def _notebook_defaults(notebook: str | None) -> dict[str, Any]:
@@ -607,7 +594,7 @@ def pooled_sweep(out_dirs: Sequence[str | Path]) -> tuple[dict, list[dict], dict
     else from the first where its run started (an archive lists the cells its sweep had not finished,
     which a later folder may run).
     """
-    loaded = [(Path(d), *_load_sweep(d)) for d in out_dirs]
+    loaded = [(Path(d), *load_sweep(d)) for d in out_dirs]
     grid_keys = list(dict.fromkeys(k for _, m, _ in loaded for k in m["keys"]))
     fixed_keys = list(dict.fromkeys(k for _, m, _ in loaded for k in m.get("parameters", {})))
     defaults = {n: _notebook_defaults(n) for n in {m.get("notebook") for _, m, _ in loaded}}

@@ -66,6 +66,7 @@ import numpy as np
 import pandas as pd
 
 from rspo_kit.paths import atomic_write_text
+from rspo_kit.records.files import read_json
 from rspo_kit.records.metrics import METRICS_FILE
 from rspo_kit.records.notebook import RESULTS_FILE, NoResults, has_results, read_results
 
@@ -631,12 +632,12 @@ def load_sweep(out_dir: str | os.PathLike) -> tuple[dict, list[dict]]:
     ``{"cell", grid values..., results...}`` (all values), in the order the grids listed the cells
     (e.g. plain, RSPO, control). A cell's results are its output notebook's; a cell without a
     notebook (an archive, ``rspo_kit.experiments.archive``) is read from its run folder's
-    ``results.json``."""
+    ``results.json``. A file that is not valid JSON is a ``RecordError`` naming it."""
     out = Path(out_dir)
     path = out / MANIFEST
     if not path.exists():
         raise FileNotFoundError(f"no {MANIFEST} in {out}: not a sweep folder")
-    manifest = config_manifest(json.loads(path.read_text()))
+    manifest = config_manifest(read_json(path))
     rows = []
     for name, params in manifest["cells"].items():
         notebook, archived = out / f"{name}.ipynb", out / name / RESULTS_FILE
@@ -645,7 +646,7 @@ def load_sweep(out_dir: str | os.PathLike) -> tuple[dict, list[dict]]:
         except NoResults:
             if notebook.exists() or not archived.exists():
                 continue
-            results = json.loads(archived.read_text())
+            results = read_json(archived)
         rows.append({"cell": name, **params, **results})
     return manifest, rows
 

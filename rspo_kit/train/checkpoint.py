@@ -9,12 +9,15 @@ tensors come from safetensors, everything else from JSON (replay trajectories as
 
 What is saved is checked: no checkpoint is written from a parameter or optimizer moment that is not
 finite, and ``state.json`` records the SHA-256 of every tensor, which loading verifies: a flipped
-bit, a missing or an extra tensor is a ``CheckpointError`` naming the tensor and the file. A damaged
-or missing ``latest`` falls back to the newest checkpoint folder, with a warning that says so.
+bit, a missing or an extra tensor is a ``CheckpointError`` naming the tensor and the file. Every
+file of a checkpoint is read through ``rspo_kit.records.files``, so that a truncated or incomplete
+one is a ``CheckpointError`` (a ``RecordError``) whose message starts with its path. A damaged or
+missing ``latest`` falls back to the newest checkpoint folder, with a warning that says so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gzip
 import hashlib
@@ -22,6 +25,7 @@ import json
 import re
 import shutil
 import warnings
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +34,29 @@ from safetensors.torch import load_file, save_file
 
 from rspo_kit.paths import atomic_write_text
 from rspo_kit.policy.rollout import Step, Trajectory
+from rspo_kit.records.files import RecordError, read_json, read_json_gz, require_keys
 
 TENSORS_FILE = "tensors.safetensors"
 STATE_FILE = "state.json"
 _FOLDER = re.compile(r"ckpt-\d+")
 
 
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be loaded as written: the message names the file and what is wrong."""
+class CheckpointError(RecordError):
+    """A checkpoint (or run folder) that cannot be loaded as written: ``path`` and the ``problem``.
+
+    A ``RecordError``, so one ``except`` covers every run record that cannot be read.
+    """
+
+
+@contextlib.contextmanager
+def _checkpoint_file() -> Iterator[None]:
+    """A ``RecordError`` of a checkpoint's file raised as the ``CheckpointError`` of that file."""
+    try:
+        yield
+    except CheckpointError:
+        raise
+    except RecordError as err:
+        raise CheckpointError(err.path, err.problem, err.line) from None
 
 
 def encode_trajectory(t: Trajectory) -> dict:
@@ -189,26 +208,26 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
     return found[0]
 
 
-def _read_state(folder: Path) -> dict:
+def _read_state(folder: Path, keys: Iterable[str]) -> dict:
+    """``state.json`` of ``folder``: a JSON object with the optimizers' state and every one of ``keys``."""
     path = folder / STATE_FILE
-    try:
-        state = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise CheckpointError(f"{path} is missing") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CheckpointError(f"{path} cannot be read ({type(err).__name__}: {err})") from None
-    if not isinstance(state, dict):
-        raise CheckpointError(f"{path} holds no JSON object")
-    return state
+    if not path.is_file():
+        raise CheckpointError(path, "is missing")
+    with _checkpoint_file():
+        return dict(require_keys(read_json(path), ("optimizers", *keys), path))
 
 
 def _read_tensors(folder: Path, digests: dict[str, str] | None) -> dict[str, torch.Tensor]:
     """The checkpoint's tensors, each checked against the digest ``state.json`` records for it."""
     path = folder / TENSORS_FILE
+    if not path.is_file():
+        raise CheckpointError(path, "is missing")
     try:
         tensors = load_file(str(path))
-    except Exception as err:  # safetensors raises its own error types for damaged files
-        raise CheckpointError(f"{path} cannot be read ({type(err).__name__}: {err})") from None
+    except Exception as err:  # safetensors raises its own error types (SafetensorError) for damaged files
+        raise CheckpointError(
+            path, f"truncated or damaged safetensors file ({type(err).__name__}: {err})"
+        ) from None
     if digests is None:  # written before checkpoints carried digests: names are still checked on load
         warnings.warn(
             f"{folder / STATE_FILE} records no tensor digests: {path} is loaded unverified", stacklevel=3
@@ -217,13 +236,13 @@ def _read_tensors(folder: Path, digests: dict[str, str] | None) -> dict[str, tor
     missing, extra = sorted(set(digests) - set(tensors)), sorted(set(tensors) - set(digests))
     if missing:
         raise CheckpointError(
-            f"{', '.join(missing)}: recorded in {folder / STATE_FILE} but missing from {path}"
+            path, f"{', '.join(missing)}: recorded in {folder / STATE_FILE} but missing here"
         )
     if extra:
-        raise CheckpointError(f"{', '.join(extra)}: in {path} but not recorded in {folder / STATE_FILE}")
+        raise CheckpointError(path, f"{', '.join(extra)}: here but not recorded in {folder / STATE_FILE}")
     for key in sorted(tensors):
         if tensor_digest(tensors[key]) != digests[key]:
-            raise CheckpointError(f"tensor {key} in {path} does not match its digest: the file is damaged")
+            raise CheckpointError(path, f"tensor {key} does not match its digest: the file is damaged")
     return tensors
 
 
@@ -235,39 +254,43 @@ def _module_tensors(path: Path, name: str, module: torch.nn.Module, tensors: dic
     missing, extra = sorted(wanted - set(own)), sorted(set(own) - wanted)
     if missing:
         names = ", ".join(prefix + k for k in missing)
-        raise CheckpointError(f"{names}: missing from the checkpoint {path} (module {name!r} has it)")
+        raise CheckpointError(path, f"{names}: missing from the checkpoint (module {name!r} has it)")
     if extra:
         names = ", ".join(prefix + k for k in extra)
-        raise CheckpointError(f"{names}: in the checkpoint {path} but not a tensor of module {name!r}")
+        raise CheckpointError(path, f"{names}: in the checkpoint but not a tensor of module {name!r}")
     return own
 
 
 def load_checkpoint(
-    folder: Path, modules: dict[str, torch.nn.Module], optimizers: dict[str, torch.optim.Optimizer]
+    folder: Path,
+    modules: dict[str, torch.nn.Module],
+    optimizers: dict[str, torch.optim.Optimizer],
+    state_keys: Iterable[str] = (),
 ) -> tuple[dict, dict[str, list[Trajectory]]]:
     """Restore modules and optimizers in place; return the JSON state and stored trajectory lists.
 
-    Everything is read and checked before a module changes; a damaged or incomplete checkpoint raises
-    ``CheckpointError`` naming the file (and the tensor) and what is wrong with it.
+    Everything is read and checked before a module changes; a damaged or incomplete checkpoint (also
+    a ``state.json`` without one of ``state_keys``) raises ``CheckpointError`` naming the file (and
+    the tensor) and what is wrong with it.
     """
     folder = Path(folder)
-    state = _read_state(folder)
+    state = _read_state(folder, state_keys)
     tensors = _read_tensors(folder, state.pop("tensors_sha256", None))
     path = folder / TENSORS_FILE
     own = {name: _module_tensors(path, name, module, tensors) for name, module in modules.items()}
-    meta = state.get("optimizers", {})
+    meta = state["optimizers"]
     absent = [name for name in optimizers if name not in meta]
     if absent:
-        raise CheckpointError(f"{folder / STATE_FILE} has no state of optimizer(s) {', '.join(absent)}")
+        raise CheckpointError(folder / STATE_FILE, f"has no state of optimizer(s) {', '.join(absent)}")
     trajectories = {}
     for traj_path in sorted(folder.glob("*.json.gz")):
+        with _checkpoint_file():
+            stored = read_json_gz(traj_path)
         try:
-            with gzip.open(traj_path, "rt") as f:
-                trajectories[traj_path.name[: -len(".json.gz")]] = [
-                    decode_trajectory(d) for d in json.load(f)
-                ]
-        except (OSError, EOFError, ValueError, TypeError, KeyError) as err:
-            raise CheckpointError(f"{traj_path} cannot be read ({type(err).__name__}: {err})") from None
+            trajectories[traj_path.name[: -len(".json.gz")]] = [decode_trajectory(d) for d in stored]
+        except (AttributeError, TypeError, KeyError) as err:
+            problem = f"not a list of trajectories ({type(err).__name__}: {err})"
+            raise CheckpointError(traj_path, problem) from None
     for name, module in modules.items():
         module.load_state_dict(own[name])
     for name, opt in optimizers.items():

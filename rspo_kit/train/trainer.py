@@ -55,6 +55,7 @@ from rspo_kit.policy.evaluate import EvalResult, evaluate
 from rspo_kit.policy.models import weights_digest
 from rspo_kit.policy.rollout import Policy, RolloutConfig, Trajectory, rollout
 from rspo_kit.records import MetricsLog, turn_table, write_episodes, write_table
+from rspo_kit.records.files import read_record
 from rspo_kit.records.metrics import METRICS_FILE
 from rspo_kit.records.start import write_start
 from rspo_kit.rewards.outcome import OutcomeConfig
@@ -174,7 +175,7 @@ def trained_actor(run_dir: str | Path) -> Policy:
     folder = latest_checkpoint(run_dir)
     if folder is None or not (run_dir / "config.json").exists():
         raise FileNotFoundError(f"{run_dir} is not a training run with a checkpoint (config.json, latest)")
-    cfg = RunConfig.from_dict(json.loads((run_dir / "config.json").read_text()))
+    cfg = read_record(run_dir / "config.json", RunConfig.from_dict)
     # the checkpoint holds every weight of the actor (the whole model; with LoRA the base too), so the
     # preset only gives the architecture and tokenizer: no warm start to rebuild or install
     mode = None if cfg.policy.mode == "preset" else cfg.policy.mode
@@ -546,10 +547,9 @@ class Trainer:
         return path
 
     def restore(self, folder: Path) -> None:
-        state, trajs = load_checkpoint(folder, self._modules(), self._optimizers())
-        missing = sorted({"iteration", "env_steps", "rows"} - set(state))
-        if missing:
-            raise CheckpointError(f"{Path(folder) / 'state.json'} lacks {', '.join(missing)}")
+        state, trajs = load_checkpoint(
+            folder, self._modules(), self._optimizers(), state_keys=("iteration", "env_steps", "rows")
+        )
         self.iteration, self.env_steps = state["iteration"], state["env_steps"]
         self.log.rows = state["rows"]
         self.log.rewrite()
@@ -565,8 +565,9 @@ class Trainer:
         first = latest_checkpoint(self.run_dir)
         if first is None:
             raise CheckpointError(
-                f"{self.run_dir} holds no checkpoint to resume from (no latest, no ckpt-* folder); "
-                "train it anew without resume, or delete it"
+                self.run_dir,
+                "holds no checkpoint to resume from (no latest, no ckpt-* folder); "
+                "train it anew without resume, or delete it",
             )
         number = int(first.name[5:].partition(".")[0])
         older = [c for c in checkpoints(self.run_dir) if int(c.name[5:].partition(".")[0]) < number]
@@ -580,7 +581,7 @@ class Trainer:
             if failures:
                 warnings.warn(f"{'; '.join(failures)}: resuming from {folder} instead", stacklevel=2)
             return folder
-        raise CheckpointError(f"{self.run_dir} holds no loadable checkpoint: {'; '.join(failures)}")
+        raise CheckpointError(self.run_dir, f"holds no loadable checkpoint: {'; '.join(failures)}")
 
     def _stopped(self, k: int, err: FloatingPointError) -> TrainingStopped:
         """The one message of a run stopped by a non-finite value: the iteration, the last good
@@ -711,12 +712,9 @@ def _differences(stored: RunConfig, cfg: RunConfig) -> list[str]:
 def stored_config(run_dir: str | Path) -> RunConfig:
     """The configuration a run folder was trained under (its ``config.json``), or an error naming it."""
     path = Path(run_dir) / "config.json"
-    try:
-        return RunConfig.from_dict(json.loads(path.read_text()))
-    except FileNotFoundError:
-        raise CheckpointError(f"{run_dir} is not a training run: it has no config.json") from None
-    except (OSError, ValueError, TypeError) as err:
-        raise CheckpointError(f"{path} cannot be read as a run configuration ({err})") from None
+    if not path.is_file():
+        raise CheckpointError(run_dir, "is not a training run: it has no config.json")
+    return read_record(path, RunConfig.from_dict)
 
 
 def train(
@@ -752,8 +750,9 @@ def train(
     stored.train.run_dir = str(run_dir)
     if not checkpoints(run_dir):  # before the starting policy is built (a warm start takes minutes)
         raise CheckpointError(
-            f"{run_dir} holds no checkpoint to resume from (no latest, no ckpt-* folder); "
-            "train it anew without resume, or delete it"
+            run_dir,
+            "holds no checkpoint to resume from (no latest, no ckpt-* folder); "
+            "train it anew without resume, or delete it",
         )
     trainer = _start(stored, callbacks, run_dir)
     trainer.restore_newest()
