@@ -383,3 +383,18 @@ def test_any_string_with_odd_code_points_is_a_legal_action(actions):
             assert res.obs.text == "Nothing happens." and res.info["anchor"] == before["anchor"]
         if res.done:
             break
+
+
+def test_a_capped_level_named_for_the_first_time_has_its_process_rewards():
+    import subprocess
+    import sys
+
+    # a fresh interpreter: nothing has named the level before the reward model asks for it
+    code = (
+        "from rspo_kit.rewards.signals import RewardModel\n"
+        "m = RewardModel.build('chain-5x2-cap11', process='subgoal')\n"
+        "print(type(m).__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "RewardModel" in out.stdout

@@ -67,6 +67,16 @@ def _entry(name: str) -> EnvEntry:
     return _REGISTRY[name]
 
 
+def ensure_registered(name: str) -> bool:
+    """Register a built-in env or a built-in family's name (``chain-4x2-cap8``) on first use, as
+    ``make_env`` would; False for a name nothing registers (no error)."""
+    try:
+        _entry(name)
+    except KeyError:
+        return False
+    return True
+
+
 def registered_envs() -> list[str]:
     return sorted(set(_REGISTRY) | set(_BUILTIN_MODULES))
 

@@ -54,6 +54,10 @@ def process_reward(name: str, *, env: str) -> ProcessReward:
     'alfworld_subgoal'
     """
     if env not in PROCESS_REWARDS:
+        from rspo_kit.envs.registry import ensure_registered
+
+        ensure_registered(env)  # a level made on first use registers its rewards as it registers
+    if env not in PROCESS_REWARDS:
         raise KeyError(f"no process rewards for env {env!r}; known envs: {sorted(PROCESS_REWARDS)}")
     by_name = PROCESS_REWARDS[env]
     if name not in by_name:
