@@ -573,3 +573,77 @@ def test_the_weights_digest_tells_two_policies_apart_by_one_ulp_and_ignores_how_
         w = next(b.model.parameters())
         w.view(-1)[0] = torch.nextafter(w.view(-1)[0], torch.tensor(float("inf")))
     assert weights_digest(b.model) != weights_digest(a.model)
+
+
+def _flip_exponent_bit(path: Path, tensor: str) -> None:
+    """Flip one exponent bit of ``tensor``'s first value in the safetensors file ``path``."""
+    import struct
+
+    data = bytearray(path.read_bytes())
+    header = struct.unpack("<Q", data[:8])[0]
+    start = json.loads(data[8 : 8 + header])[tensor]["data_offsets"][0]
+    data[8 + header + start + 3] ^= 0x40
+    path.write_bytes(bytes(data))
+
+
+def test_a_saved_policy_carries_a_digest_that_loading_verifies(tiny, tmp_path):
+    import re
+
+    from rspo_kit.policy.models import WEIGHTS_DIGEST_FILE, weights_digest
+    from rspo_kit.policy.sft import save_policy
+    from rspo_kit.records import RecordError
+
+    folder = save_policy(tiny, tmp_path / "policy")
+    assert json.loads((folder / WEIGHTS_DIGEST_FILE).read_text())["weights_sha256"] == weights_digest(
+        tiny.model
+    )
+    assert weights_digest(Policy.load(str(folder)).model) == weights_digest(tiny.model)
+    _flip_exponent_bit(folder / "model.safetensors", "model.layers.0.mlp.up_proj.weight")
+    with pytest.raises(
+        RecordError, match=rf"^{re.escape(str(folder))}: .*up_proj.* do not match their digest"
+    ):
+        Policy.load(str(folder))
+
+
+def test_a_policy_folder_missing_a_tensor_or_with_an_extra_one_is_an_error_naming_it(tiny, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    from rspo_kit.policy.models import WEIGHTS_DIGEST_FILE
+    from rspo_kit.policy.sft import save_policy
+    from rspo_kit.records import RecordError
+
+    folder = save_policy(tiny, tmp_path / "policy")
+    weights = folder / "model.safetensors"
+    stored = load_file(str(weights))
+    dropped = {k: v for k, v in stored.items() if k != "model.layers.1.mlp.up_proj.weight"}
+    save_file(dropped, str(weights), metadata={"format": "pt"})
+    with pytest.raises(
+        RecordError, match=r"model\.layers\.1\.mlp\.up_proj\.weight recorded in .* but missing"
+    ):
+        Policy.load(str(folder))
+    (folder / WEIGHTS_DIGEST_FILE).unlink()  # a folder without a digest: transformers' report is an error
+    with pytest.raises(
+        RecordError, match=r"missing from its weights: model\.layers\.1\.mlp\.up_proj\.weight"
+    ):
+        Policy.load(str(folder))
+    save_file(stored | {"model.extra.weight": torch.zeros(2)}, str(weights), metadata={"format": "pt"})
+    with pytest.raises(RecordError, match=r"in its weights but not in the model: model\.extra\.weight"):
+        Policy.load(str(folder))
+    folder = save_policy(tiny, tmp_path / "again")
+    extra = stored | {"model.extra.weight": torch.zeros(2)}
+    save_file(extra, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(RecordError, match=r"model\.extra\.weight stored but not recorded"):
+        Policy.load(str(folder))
+
+
+def test_committed_warm_starts_load_to_the_weights_their_reports_record():
+    """Folders saved before policies carried a digest load as before: to the digest their build recorded."""
+    from rspo_kit.policy.models import load_model, weights_digest
+
+    checked = 0
+    for report in sorted((Path(__file__).parents[1] / "results" / "warm_starts").glob("*/report.json")):
+        recorded = json.loads(report.read_text()).get("weights_sha256")
+        if recorded is not None:
+            assert weights_digest(load_model(str(report.parent / "policy"))[0]) == recorded, report.parent
+            checked += 1
+    assert checked >= 2

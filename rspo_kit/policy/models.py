@@ -6,6 +6,13 @@ with ``save_pretrained`` (safetensors) in the cache and loaded with ``from_pretr
 The same inputs (corpus, config, seed) give the same tokenizer and the same initial weights.
 Any other name is a local path or a Hugging Face id that must already be in the local HF cache:
 nothing is ever downloaded at run time.
+
+Every folder written here (``save_checkpoint``: presets, warm starts, saved policies) holds
+``weights_sha256.json``, the SHA-256 of each tensor in its safetensors files, and ``load_model``
+verifies a folder against it: a flipped bit, a missing or an extra tensor is a ``RecordError`` naming
+the folder (and the tensor). A folder without that file (saved before policies carried it) loads
+unverified. Whatever the folder, a tensor that the model has and the weights lack, or the weights
+have and the model lacks, is an error naming it, never a freshly initialised layer.
 """
 
 from __future__ import annotations
@@ -26,7 +33,9 @@ from transformers.utils import logging as transformers_logging
 from rspo_kit.paths import atomic_write_text, cache_dir
 from rspo_kit.policy.device import DeviceSpec, resolve_device
 from rspo_kit.policy.tokenizer import load_or_train
+from rspo_kit.records.files import RecordError, read_json, require_keys
 
+WEIGHTS_DIGEST_FILE = "weights_sha256.json"
 ActionMode = Literal["choice", "free"]
 SearchQuery = Literal["generate", "instruction"]
 
@@ -148,8 +157,87 @@ def weights_digest(model: torch.nn.Module) -> str:
     return h.hexdigest()
 
 
+def tensor_digest(t: torch.Tensor) -> str:
+    """SHA-256 of a tensor's dtype, shape and bytes: one flipped bit changes it.
+
+    >>> tensor_digest(torch.zeros(2)) == tensor_digest(torch.zeros(2)), tensor_digest(torch.zeros(2))[:12]
+    (True, '9bb6822f94ed')
+    """
+    t = t.detach().to("cpu").contiguous()
+    h = hashlib.sha256(f"{t.dtype}|{tuple(t.shape)}|".encode())
+    h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def _stored_tensors(folder: Path) -> dict[str, torch.Tensor]:
+    """Every tensor of a model folder's safetensors files (one, or the shards of a large model)."""
+    from safetensors.torch import load_file
+
+    tensors: dict[str, torch.Tensor] = {}
+    for path in sorted(folder.glob("*.safetensors")):
+        try:
+            tensors |= load_file(str(path))
+        except Exception as err:  # safetensors raises its own error types (SafetensorError) for damaged files
+            problem = f"truncated or damaged safetensors file ({type(err).__name__}: {err})"
+            raise RecordError(path, problem) from None
+    return tensors
+
+
+def write_weights_digest(folder: Path, model: torch.nn.Module) -> Path:
+    """Write ``folder/weights_sha256.json``: each stored tensor's ``tensor_digest`` as the folder's
+    safetensors files hold it (read back, so a faulty write is caught by the next load), and the
+    model's ``weights_digest``, the one warm-start reports and run records quote."""
+    digests = {name: tensor_digest(t) for name, t in sorted(_stored_tensors(folder).items())}
+    record = {"weights_sha256": weights_digest(model), "tensors_sha256": digests}
+    path = Path(folder) / WEIGHTS_DIGEST_FILE
+    atomic_write_text(path, json.dumps(record, indent=1))
+    return path
+
+
+def verify_weights(folder: str | Path) -> bool:
+    """Check a model folder's safetensors files against its ``weights_sha256.json``; False where the
+    folder has none (nothing to verify). A flipped bit, a missing or an extra tensor is a
+    ``RecordError`` naming the folder and the tensor."""
+    folder = Path(folder)
+    path = folder / WEIGHTS_DIGEST_FILE
+    if not path.is_file():
+        return False
+    recorded = require_keys(read_json(path), ("tensors_sha256",), path)["tensors_sha256"]
+    tensors = _stored_tensors(folder)
+    missing, extra = sorted(set(recorded) - set(tensors)), sorted(set(tensors) - set(recorded))
+    if missing:
+        raise RecordError(folder, f"tensor(s) {', '.join(missing)} recorded in {path.name} but missing")
+    if extra:
+        raise RecordError(folder, f"tensor(s) {', '.join(extra)} stored but not recorded in {path.name}")
+    damaged = [name for name in sorted(tensors) if tensor_digest(tensors[name]) != recorded[name]]
+    if damaged:
+        raise RecordError(
+            folder,
+            f"tensor(s) {', '.join(damaged)} do not match their digest in {path.name}: damaged weights",
+        )
+    return True
+
+
+def _check_loaded(source: str, info: dict) -> None:
+    """Refuse weights that do not fill the model exactly (transformers only warns, and initialises a
+    missing layer afresh): name each tensor the model lacks, the weights lack or whose shape differs."""
+    problems = []
+    if info.get("missing_keys"):
+        problems.append(f"missing from its weights: {', '.join(sorted(info['missing_keys']))}")
+    if info.get("unexpected_keys"):
+        problems.append(f"in its weights but not in the model: {', '.join(sorted(info['unexpected_keys']))}")
+    if info.get("mismatched_keys"):
+        names = sorted(str(k[0] if isinstance(k, tuple) else k) for k in info["mismatched_keys"])
+        problems.append(f"of another shape than the model's: {', '.join(names)}")
+    if problems:
+        raise RecordError(
+            source, f"its weights do not match its model config: tensor(s) {'; '.join(problems)}"
+        )
+
+
 def save_checkpoint(model, tokenizer, meta: dict, folder: Path, *, replace: bool = True) -> Path:
-    """Write model + tokenizer (safetensors) and ``rspo_preset.json`` (how to prompt and act with it).
+    """Write model + tokenizer (safetensors), ``rspo_preset.json`` (how to prompt and act with it) and
+    ``weights_sha256.json`` (the stored tensors' digests, which ``load_model`` verifies).
 
     Written to a sibling folder first and moved into place, so a crash never leaves a half checkpoint
     where a loader would find it. An existing checkpoint at ``folder`` is replaced; with
@@ -163,6 +251,7 @@ def save_checkpoint(model, tokenizer, meta: dict, folder: Path, *, replace: bool
     tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)  # left over from a crash
     model.save_pretrained(tmp)
+    write_weights_digest(tmp, model)
     tokenizer.save_pretrained(tmp)
     (tmp / "rspo_preset.json").write_text(json.dumps(meta, indent=1))
     if folder.exists() and replace:
@@ -247,7 +336,11 @@ def _no_loading_bar():
 def load_model(
     name_or_path: str, device: DeviceSpec | None = None, seed: int = 0
 ) -> tuple[PreTrainedModel, object]:
-    """(model, tokenizer) for a preset name, a local folder, or an HF id already in the local cache."""
+    """(model, tokenizer) for a preset name, a local folder, or an HF id already in the local cache.
+
+    A folder with ``weights_sha256.json`` is verified against it first; for any source, weights that
+    leave a tensor of the model unset, or hold one it lacks, are a ``RecordError`` naming the tensor.
+    """
     device = device or resolve_device()
     if name_or_path in PRESETS:
         path = str(build_preset(name_or_path, seed))
@@ -255,16 +348,21 @@ def load_model(
         path = str(convert_gguf(name_or_path))
     else:
         path = name_or_path
+    if Path(path).is_dir():
+        verify_weights(path)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         with _no_loading_bar():
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=device.dtype, local_files_only=True)
+            model, info = AutoModelForCausalLM.from_pretrained(
+                path, dtype=device.dtype, local_files_only=True, output_loading_info=True
+            )
     except OSError as err:
         raise FileNotFoundError(
             f"model {name_or_path!r} is neither a preset {sorted(PRESETS)} nor a local checkpoint. rspo_kit never "
             "downloads at run time: put the model in the Hugging Face cache beforehand "
             "(`huggingface-cli download <id>` on a machine with internet) or pass a local folder."
         ) from err
+    _check_loaded(path, info)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

@@ -425,7 +425,11 @@ def _warm_start(policy, runner, tasks, cfg, p_detour, seed, progress_bar) -> dic
 
 
 def save_policy(policy: Policy, folder: Path) -> Path:
-    """Checkpoint a policy so that ``Policy.load(folder)`` prompts and acts as the policy that was saved."""
+    """Checkpoint a policy so that ``Policy.load(folder)`` prompts and acts as the policy that was saved.
+
+    The folder holds ``weights_sha256.json``, the digest of every stored tensor, which loading verifies
+    (``rspo_kit.policy.models.verify_weights``): a damaged or incomplete folder never loads silently.
+    """
     meta = {
         "name": Path(folder).name,
         "action_mode": policy.mode,

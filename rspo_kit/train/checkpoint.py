@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gzip
-import hashlib
 import json
 import re
 import shutil
@@ -33,6 +32,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from rspo_kit.paths import atomic_write_text
+from rspo_kit.policy.models import tensor_digest
 from rspo_kit.policy.rollout import Step, Trajectory
 from rspo_kit.records.files import RecordError, read_json, read_json_gz, require_keys
 
@@ -66,18 +66,6 @@ def encode_trajectory(t: Trajectory) -> dict:
 def decode_trajectory(d: dict) -> Trajectory:
     steps = [Step(**s) for s in d.pop("steps")]
     return Trajectory(**d, steps=steps)
-
-
-def tensor_digest(t: torch.Tensor) -> str:
-    """SHA-256 of a tensor's dtype, shape and bytes: one flipped bit changes it.
-
-    >>> tensor_digest(torch.zeros(2)) == tensor_digest(torch.zeros(2)), tensor_digest(torch.zeros(2))[:12]
-    (True, '9bb6822f94ed')
-    """
-    t = t.detach().to("cpu").contiguous()
-    h = hashlib.sha256(f"{t.dtype}|{tuple(t.shape)}|".encode())
-    h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
-    return h.hexdigest()
 
 
 def _optimizer_tensors(opt: torch.optim.Optimizer, prefix: str) -> tuple[dict[str, torch.Tensor], dict]:
