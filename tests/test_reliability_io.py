@@ -67,6 +67,26 @@ def test_prompts_of_normal_episodes_are_byte_identical_to_the_pinned_ones():
         assert hashlib.sha256("\n\x00".join(messages).encode()).hexdigest() == digest, env_name
 
 
+def test_an_over_budget_prompt_cuts_the_observation_and_keeps_the_template_memory_and_task():
+    from rspo_kit.policy.models import load_model
+    from rspo_kit.policy.prompts import CUT_MARK, build_prompt
+
+    _, tokenizer = load_model("tiny")
+    ctx = EpisodeContext("alfworld", "put a mug in cabinet.", _START, ("look",))
+    page = "You arrive at cabinet 1. " + "On the cabinet 1, you see a mug 1. " * 60
+    ctx.advance("go to cabinet 1", page, ("look", "take mug 1 from cabinet 1"))
+    whole = tokenizer.decode(build_prompt(ctx, tokenizer, PromptConfig(max_tokens=100_000)))
+    for budget in (120, 200, 384):
+        ids = build_prompt(ctx, tokenizer, PromptConfig(max_tokens=budget))
+        text = tokenizer.decode(ids)
+        assert budget - 12 <= len(ids) <= budget, budget  # cut close to the budget, not far below it
+        assert text.split("Memory: ")[0] == whole.split("Memory: ")[0]  # the chat template's head
+        assert f"Memory: {ctx.memory.render()}\nNow: You arrive at cabinet 1. On the cabinet 1" in text
+        assert f"{CUT_MARK}\nTask: put a mug in cabinet.\nReply with the next action only." in text
+    with pytest.raises(ValueError, match="max_tokens=10 is below the prompt template's own length"):
+        build_prompt(ctx, tokenizer, PromptConfig(max_tokens=10))
+
+
 # Pieces of observations that make backtracking patterns retry: list and sentence openings without
 # their ends, separators, dots and line breaks in odd places.
 _PIECES = [

@@ -9,14 +9,15 @@ does not show them), and the page without its copy of the instruction.
 Then the last ``k`` (action, observation) pairs (a result the next action left unchanged, such as a
 page after choosing an option, as ``(unchanged)``), the current observation, the admissible actions,
 and the task last.
-Length is bounded: the oldest history goes first, then the action list; the current observation and
-the memory are never cut.
+Length is bounded: the oldest history goes first, then the action list; a prompt still over budget
+has the end of its current observation cut (then, were that not enough, the end of the memory, then
+of the task), so that the chat template, the ``Memory:`` line and the task stay in every prompt.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
@@ -306,10 +307,20 @@ class EpisodeContext:
         self.observation, self.admissible = observation, tuple(admissible)
 
 
-def _user_message(ctx: EpisodeContext, cfg: PromptConfig, history: int, actions: bool) -> str:
+def _user_message(
+    ctx: EpisodeContext,
+    cfg: PromptConfig,
+    history: int,
+    actions: bool,
+    now: str | None = None,
+    memory: str | None = None,
+    instruction: str | None = None,
+) -> str:
+    """The prompt's text; ``now``, ``memory`` and ``instruction`` replace the current observation as
+    shown, the memory's text and the task (cut to fit a budget)."""
     # The task comes last, right before the reply: its words (the object, the destination) are what
     # the candidates must be matched against, and a tiny model attends most easily to nearby tokens.
-    parts = [f"Memory: {ctx.memory.render()}"]
+    parts = [f"Memory: {ctx.memory.render() if memory is None else memory}"]
     recent = ctx.history[-history:] if history else []
 
     def show(observation: str) -> str:
@@ -321,10 +332,10 @@ def _user_message(ctx: EpisodeContext, cfg: PromptConfig, history: int, actions:
         steps = [f"> {a} | {show(o) if o != after else '(unchanged)'}" for (a, o), (_, after) in pairs]
         steps.append(f"> {recent[-1][0]}")
         parts.append("Recent: " + " ".join(steps))
-    parts.append(f"Now: {show(ctx.observation)}")
+    parts.append(f"Now: {show(ctx.observation) if now is None else now}")
     if actions and ctx.admissible:
         parts.append("Actions: " + " | ".join(ctx.admissible))
-    parts.append(f"Task: {ctx.instruction}")
+    parts.append(f"Task: {ctx.instruction if instruction is None else instruction}")
     parts.append(
         "Reply with <action>your action</action>."
         if cfg.reply_format == "tagged"
@@ -333,21 +344,74 @@ def _user_message(ctx: EpisodeContext, cfg: PromptConfig, history: int, actions:
     return "\n".join(parts)
 
 
+def _chat_ids(tokenizer, content: str) -> list[int]:
+    """Token ids of one user message in the chat template, generation prompt appended."""
+    messages = [{"role": "user", "content": content}]
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+
+
+CUT_MARK = "..."  # ends a text cut to fit the prompt budget
+
+
+def _longest_fit(ids_of: Callable[[str], list[int]], text: str, max_tokens: int) -> list[int] | None:
+    """``ids_of(text[:n] + " ...")`` for the largest ``n`` whose ids fit in ``max_tokens``, or None where
+    none does. Bisection over ``n``: a longer prefix tokenizes to as many tokens or more (up to a token
+    merged at the cut, which at worst keeps a few characters less than would fit)."""
+    # no token spans 32 characters in practice: a longer prefix cannot fit, and a 100k-character page
+    # is not tokenized whole at every bisection step
+    best, low, high = None, 0, min(len(text), 32 * max_tokens)
+    while low <= high:
+        n = (low + high) // 2
+        ids = ids_of(f"{text[:n].rstrip()} {CUT_MARK}".lstrip())
+        if len(ids) <= max_tokens:
+            best, low = ids, n + 1
+        else:
+            high = n - 1
+    return best
+
+
+def _cut_to_budget(ctx: EpisodeContext, tokenizer, cfg: PromptConfig) -> list[int]:
+    """A prompt without history or action list that is still over budget, fitted by cutting the end of
+    the current observation; where even an empty one is over, the end of the memory, then of the task."""
+    texts = {
+        "now": ctx.memory.show(ctx.observation.strip(), ctx.instruction),
+        "memory": ctx.memory.render(),
+        "instruction": ctx.instruction,
+    }
+    for name in texts:
+
+        def ids_of(text: str, name: str = name) -> list[int]:
+            return _chat_ids(tokenizer, _user_message(ctx, cfg, 0, False, **(texts | {name: text})))
+
+        ids = _longest_fit(ids_of, texts[name], cfg.max_tokens)
+        if ids is not None:
+            return ids
+        texts[name] = CUT_MARK
+    empty = len(ids_of(CUT_MARK))
+    raise ValueError(
+        f"PromptConfig.max_tokens={cfg.max_tokens} is below the prompt template's own length "
+        f"({empty} tokens with every text cut); raise it"
+    )
+
+
 def build_prompt(ctx: EpisodeContext, tokenizer, cfg: PromptConfig) -> list[int]:
-    """Token ids of the prompt (chat template, generation prompt appended), within ``cfg.max_tokens``."""
+    """Token ids of the prompt (chat template, generation prompt appended), within ``cfg.max_tokens``.
+
+    Over budget, the oldest history goes first, then the action list, then the end of the current
+    observation (``_cut_to_budget``): the template, the memory and the task are always there.
+    """
     history, actions = cfg.history, cfg.show_actions
     while True:
-        messages = [{"role": "user", "content": _user_message(ctx, cfg, history, actions)}]
-        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-        ids = list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+        ids = _chat_ids(tokenizer, _user_message(ctx, cfg, history, actions))
         if len(ids) <= cfg.max_tokens:
             return ids
         if history > 0:
             history -= 1
         elif actions:
             actions = False
-        else:  # memory and current observation are never cut: keep their tail within budget
-            return ids[-cfg.max_tokens :]
+        else:
+            return _cut_to_budget(ctx, tokenizer, cfg)
 
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.S)
