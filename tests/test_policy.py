@@ -647,3 +647,52 @@ def test_committed_warm_starts_load_to_the_weights_their_reports_record():
             assert weights_digest(load_model(str(report.parent / "policy"))[0]) == recorded, report.parent
             checked += 1
     assert checked >= 2
+
+
+def test_packed_rows_stay_within_the_models_positions_and_score_as_one_row_would(monkeypatch):
+    """Many long candidates: more tokens beside one prompt than the model has positions."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    import rspo_kit.policy.scoring as scoring
+
+    torch.manual_seed(0)
+    config = Qwen2Config(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=64,
+        pad_token_id=0,
+    )
+    model = Qwen2ForCausalLM(config).eval()
+    draw = random.Random(0)
+    prompts = [[draw.randrange(1, 64) for _ in range(n)] for n in (20, 9, 30)]
+    cands = [
+        [[draw.randrange(1, 64) for _ in range(draw.randrange(6, 16))] for _ in range(12)] for _ in prompts
+    ]
+    cands[2] = cands[2][:2]  # a prompt whose candidates fit in one row
+    widths = []
+    packed_batch = scoring.packed_batch
+
+    def recording(*args):
+        batch = packed_batch(*args)
+        widths.append(batch["ids"].shape[1])
+        return batch
+
+    monkeypatch.setattr(scoring, "packed_batch", recording)
+    with torch.no_grad():
+        logps, states = scoring.candidate_scores(model, prompts, cands, 0, max_batch=10)
+        alone = [
+            torch.stack([reply_logprobs(model, [p], [c], 0)[0].sum() for c in cs])
+            for p, cs in zip(prompts, cands, strict=True)
+        ]
+    assert sum(len(c) for c in cands[0]) + len(prompts[0]) > 64 and max(widths) <= 64
+    assert [len(lp) for lp in logps] == [12, 12, 2] and states.shape == (3, 32)
+    for packed, one_by_one in zip(logps, alone, strict=True):
+        torch.testing.assert_close(packed, one_by_one, atol=1e-4, rtol=1e-4)
+    with pytest.raises(
+        ValueError, match=r"candidate 1 of prompt 0 has 50 tokens.*max_position_embeddings \(64\)"
+    ):
+        scoring.candidate_logprobs(model, [prompts[0]], [[cands[0][0], [1] * 50]], 0)

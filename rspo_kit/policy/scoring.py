@@ -1,7 +1,8 @@
 """Token-level scoring of prompts: candidate log-probs (``choice`` mode) and sampled replies (``free``).
 
 Candidates are scored with each prompt packed together with all of its candidates under a tree-shaped
-attention mask. Generation works on left-padded prompts: position ids are derived from the attention
+attention mask; a packed row never exceeds the model's ``max_position_embeddings`` (a prompt with more
+candidate tokens than fit is packed in several rows, each with the prompt). Generation works on left-padded prompts: position ids are derived from the attention
 mask so that a left-padded prompt sees the same positions as the same prompt alone, and replies are
 sliced at the padded prompt width (``sequences[:, input_ids.shape[1]:]``), never at each prompt's
 own length.
@@ -46,6 +47,7 @@ def candidate_logprobs(
     pad_id: int,
     max_batch: int = 512,
     score: ChoiceScore = "sum",
+    max_length: int | None = None,
 ) -> list[torch.Tensor]:
     """Score of every candidate reply after its prompt: one (C_b,) tensor per prompt; ``score="sum"``
     is the summed token log-prob, ``"mean"`` the mean token log-prob of the candidate.
@@ -57,8 +59,48 @@ def candidate_logprobs(
     or without grad (tiny preset, 16 ALFWorld prompts). Prompts are processed in chunks holding at
     most ``max_batch`` candidates. Differentiable when called with grad enabled (the policy gradient
     of ``choice`` mode).
+
+    A packed row holds at most ``max_length`` tokens (default: the model's
+    ``max_position_embeddings``): a prompt whose candidates do not fit beside it in one row is packed
+    in several, each holding the prompt and the next candidates that fit, which scores every
+    candidate as one row would. A candidate too long to fit beside its prompt alone is a ValueError.
     """
-    return candidate_scores(model, prompts, candidates, pad_id, max_batch, score)[0]
+    return candidate_scores(model, prompts, candidates, pad_id, max_batch, score, max_length)[0]
+
+
+def max_positions(model) -> int | None:
+    """The longest sequence ``model`` was built for (its config's ``max_position_embeddings``; a peft
+    wrapper passes its base model's config on); None where the config does not say."""
+    return getattr(getattr(model, "config", None), "max_position_embeddings", None)
+
+
+def _row_groups(
+    prompts: Sequence[Sequence[int]], candidates: Sequence[Sequence[Sequence[int]]], max_length: int | None
+) -> list[tuple[int, Sequence[Sequence[int]]]]:
+    """(prompt index, candidates) of every packed row: each prompt's candidates in order, split where
+    the prompt and the candidates so far would exceed ``max_length`` tokens (one row per prompt where
+    all fit, and always where ``max_length`` is None)."""
+    rows: list[tuple[int, Sequence[Sequence[int]]]] = []
+    for b, (prompt, cands) in enumerate(zip(prompts, candidates, strict=True)):
+        if max_length is None or len(prompt) + sum(len(c) for c in cands) <= max_length:
+            rows.append((b, cands))
+            continue
+        group: list[Sequence[int]] = []
+        width = len(prompt)
+        for c, cand in enumerate(cands):
+            if len(prompt) + len(cand) > max_length:
+                raise ValueError(
+                    f"candidate {c} of prompt {b} has {len(cand)} tokens: with its prompt of {len(prompt)} "
+                    f"it exceeds the model's max_position_embeddings ({max_length}); lower the prompt budget "
+                    "(max_prompt_tokens) or shorten the actions"
+                )
+            if group and width + len(cand) > max_length:
+                rows.append((b, group))
+                group, width = [], len(prompt)
+            group.append(cand)
+            width += len(cand)
+        rows.append((b, group))
+    return rows
 
 
 def candidate_scores(
@@ -68,25 +110,30 @@ def candidate_scores(
     pad_id: int,
     max_batch: int = 512,
     score: ChoiceScore = "sum",
+    max_length: int | None = None,
 ) -> tuple[list[torch.Tensor], torch.Tensor]:
     """``candidate_logprobs`` and, from the same pass, each prompt's last final hidden state (B, H).
 
     A prompt token attends to earlier prompt tokens only, so its state in the packed row is its state
     in the prompt alone: what a value head reads (PPO's critic), without a second forward pass.
     """
-    out: list[torch.Tensor] = []
-    states: list[torch.Tensor] = []
+    rows = _row_groups(prompts, candidates, max_length or max_positions(model))
+    scores: list[list[torch.Tensor]] = [[] for _ in prompts]
+    states: list[torch.Tensor | None] = [None] * len(prompts)
     start = 0
-    while start < len(prompts):
+    while start < len(rows):
         end, total = start, 0
-        while end < len(prompts) and (end == start or total + len(candidates[end]) <= max_batch):
-            total += len(candidates[end])
+        while end < len(rows) and (end == start or total + len(rows[end][1]) <= max_batch):
+            total += len(rows[end][1])
             end += 1
-        lp, last = _score_packed(model, prompts[start:end], candidates[start:end], pad_id, score)
-        out += lp
-        states.append(last)
+        chunk = rows[start:end]
+        lp, last = _score_packed(model, [prompts[b] for b, _ in chunk], [g for _, g in chunk], pad_id, score)
+        for (b, _), row_lp, state in zip(chunk, lp, last, strict=True):
+            scores[b].append(row_lp)
+            if states[b] is None:  # the prompt's state is the same in each of its rows
+                states[b] = state
         start = end
-    return out, torch.cat(states)
+    return [parts[0] if len(parts) == 1 else torch.cat(parts) for parts in scores], torch.stack(states)
 
 
 def packed_batch(
