@@ -483,3 +483,29 @@ def test_an_optional_mode_takes_none_and_its_values_only():
     assert cfg.override("env.engine", "None").validate().env.engine is None
     with pytest.raises(ValueError, match=r"EnvConfig\.engine = 'fast' is not allowed; choose one of"):
         cfg.override("env.engine", "fast").validate()
+
+
+def test_the_train_package_exports_what_callers_catch_and_build_from():
+    """``from rspo_kit.train import ...`` for the notebook builder and the two errors a caller handles;
+    the package loads them on first use, so importing it costs neither torch nor the trainer."""
+    import subprocess
+    import sys
+
+    import rspo_kit.train as package
+    from rspo_kit.train.checkpoint import CheckpointError as checkpoint_error
+    from rspo_kit.train.config import from_parameters as builder
+    from rspo_kit.train.trainer import TrainingStopped as stopped
+
+    assert (package.from_parameters, package.TrainingStopped, package.CheckpointError) == (
+        builder,
+        stopped,
+        checkpoint_error,
+    )
+    assert {"from_parameters", "TrainingStopped", "CheckpointError"} <= set(package.__all__) & set(
+        dir(package)
+    )
+    probe = "import sys, rspo_kit.train; print('torch' in sys.modules)"
+    assert (
+        subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip()
+        == "False"
+    )

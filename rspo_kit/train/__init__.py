@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from rspo_kit._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from rspo_kit.train.checkpoint import CheckpointError
     from rspo_kit.train.config import (
         PRESETS,
         VARIANTS,
@@ -26,11 +27,12 @@ if TYPE_CHECKING:
         RunConfig,
         SwapConfig,
         TrainConfig,
+        from_parameters,
         preset,
         variant_of,
     )
     from rspo_kit.train.setup import initial_policy
-    from rspo_kit.train.trainer import EVENTS, Event, RunResult, Trainer, resumable, train
+    from rspo_kit.train.trainer import EVENTS, Event, RunResult, Trainer, TrainingStopped, resumable, train
 
 _CONFIG = (
     "PRESETS",
@@ -42,12 +44,14 @@ _CONFIG = (
     "RunConfig",
     "SwapConfig",
     "TrainConfig",
+    "from_parameters",
     "preset",
     "variant_of",
 )
 _HOME = {name: "rspo_kit.train.config" for name in _CONFIG}
 _HOME |= {name: "rspo_kit.train.trainer" for name in ("EVENTS", "Event", "RunResult", "Trainer")}
-_HOME |= {"resumable": "rspo_kit.train.trainer", "train": "rspo_kit.train.trainer"}
+_HOME |= {name: "rspo_kit.train.trainer" for name in ("TrainingStopped", "resumable", "train")}
+_HOME |= {"CheckpointError": "rspo_kit.train.checkpoint"}
 _HOME |= {"initial_policy": "rspo_kit.train.setup"}
 
 __all__ = [
@@ -55,6 +59,7 @@ __all__ = [
     "PRESETS",
     "VARIANTS",
     "AlgoConfig",
+    "CheckpointError",
     "EnvConfig",
     "Event",
     "PolicyConfig",
@@ -64,6 +69,8 @@ __all__ = [
     "SwapConfig",
     "TrainConfig",
     "Trainer",
+    "TrainingStopped",
+    "from_parameters",
     "initial_policy",
     "preset",
     "resumable",
