@@ -637,14 +637,18 @@ def test_a_policy_folder_missing_a_tensor_or_with_an_extra_one_is_an_error_namin
 
 
 def test_committed_warm_starts_load_to_the_weights_their_reports_record():
-    """Folders saved before policies carried a digest load as before: to the digest their build recorded."""
-    from rspo_kit.policy.models import load_model, weights_digest
+    """Committed warm starts load to the digest their build recorded; a ``weights_sha256.json`` added to
+    one beside its weights records that same digest and verifies (a folder without one loads as before)."""
+    from rspo_kit.policy.models import WEIGHTS_DIGEST_FILE, load_model, verify_weights, weights_digest
 
     checked = 0
     for report in sorted((Path(__file__).parents[1] / "results" / "warm_starts").glob("*/report.json")):
-        recorded = json.loads(report.read_text()).get("weights_sha256")
+        recorded, folder = json.loads(report.read_text()).get("weights_sha256"), report.parent / "policy"
+        if (folder / WEIGHTS_DIGEST_FILE).is_file():
+            assert json.loads((folder / WEIGHTS_DIGEST_FILE).read_text())["weights_sha256"] == recorded
+            assert verify_weights(folder)
         if recorded is not None:
-            assert weights_digest(load_model(str(report.parent / "policy"))[0]) == recorded, report.parent
+            assert weights_digest(load_model(str(folder))[0]) == recorded, folder
             checked += 1
     assert checked >= 2
 
