@@ -238,3 +238,72 @@ def test_a_persistent_explorer_is_synced_once_and_then_trains_on_its_own_rollout
         )
     assert len(synced) == 1 and [syncs_at(k, 0) for k in range(1, 4)] == [True, False, False]
     assert seen == [1, 1] + [2, 2] * 4  # two updates per iteration: on D_A once, then on B's own D_B
+
+
+def test_a_replayed_trajectory_adds_no_optimizer_step_of_its_own(monkeypatch):
+    """The actor's mixed batch is split into minibatches of equal size (within one step).
+
+    4 tasks x 8 actor trajectories of 8 steps are 256 steps, 4 minibatches of 64; one replayed success
+    of 7 steps used to make a fifth minibatch of those 7 steps alone: one whole extra Adam step on the
+    gradient of 7 steps, or on Adam's momentum alone where their advantages are 0. On the chain testbed
+    (lr 1e-3) that step took the actor's share of ``listen`` on its batch's states from 66% to 80%.
+    """
+    import torch
+
+    from rspo_kit.train import update as U
+    from rspo_kit.train.config import AlgoConfig, SwapConfig
+
+    def episode(task: str, n_steps: int, i: int, source: str, won: bool = False):
+        t = _progress_traj(task, won, n_steps, i, source)
+        t.group_id = f"{task}@2"
+        for k, s in enumerate(t.steps):
+            s.anchor = f"{task}/{k}"
+        return t
+
+    actor = [episode(f"t{j}", 8, 8 * j + g, "actor") for j in range(4) for g in range(8)]
+    buf = ReplayBuffer(8)
+    assert buf.add([episode("t2", 7, 99, "explorer", won=True)], outcome) == 1
+    trajs, offpolicy = mixed_groups(actor, buf, 0.25, 8, random.Random(0))
+    assert sum(offpolicy) == 1  # the replayed success joins t2's group
+    batch = U.UpdateBatch(trajs, [[0.0] * len(t.steps) for t in trajs], offpolicy)
+    n = sum(len(t.steps) for t in trajs)
+    assert n == 263
+
+    def prepare(learner, flat, cfg, swap, temperature, clock=None):
+        units = [[torch.zeros(1) for _ in flat.steps], [torch.ones(1) for _ in flat.steps]]
+        return None, U.Advantages(torch.zeros(n)), (*units, [torch.zeros(1, dtype=torch.bool)] * n)
+
+    sizes = []
+    monkeypatch.setattr(U, "_prepare", prepare)
+    monkeypatch.setattr(U, "_minibatch_loss", lambda learner, flat, adv, sel, *a: sizes.append(sel) or {})
+    U.update(NS(), batch, AlgoConfig(name="grpo", minibatch_steps=64), SwapConfig())
+    assert sorted(i for sel in sizes for i in sel) == list(range(n))  # every step once
+    assert [len(sel) for sel in sizes] == [66, 66, 66, 65]
+
+
+def test_a_minibatch_without_gradient_leaves_the_policy_where_it_is(monkeypatch):
+    """An actor minibatch whose advantages are all 0 (groups that all failed) has a zero gradient and
+    takes no optimizer step: Adam's momentum from the minibatches before would still move the policy
+    (after one replayed success, a zero-gradient step took the chain actor's ``listen`` share from 66%
+    to 80%, and all-failure iterations after it kept moving the policy with no signal at all)."""
+    import torch
+
+    from rspo_kit.train import update as U
+    from rspo_kit.train.config import AlgoConfig
+
+    weight = torch.nn.Parameter(torch.zeros(3))
+    learner = NS(params=[weight], optimizer=torch.optim.AdamW([weight], lr=0.1, weight_decay=0.0))
+    learner.value_head = None
+    grads = [torch.tensor([1.0, -1.0, 0.5]), torch.zeros(3)]  # one step with signal, then none
+
+    def backward(learner, *args):
+        weight.grad = grads.pop(0)
+        return {}, [], None
+
+    monkeypatch.setattr(U, "_backward", backward)
+    cfg = AlgoConfig(name="grpo")
+    assert U._minibatch_loss(learner, *[None] * 6, cfg, *[None] * 3)["loss/grad_norm"] > 0
+    moved = weight.detach().clone()
+    assert moved.abs().sum() > 0 and len(learner.optimizer.state) == 1
+    assert U._minibatch_loss(learner, *[None] * 6, cfg, *[None] * 3)["loss/grad_norm"] == 0
+    assert torch.equal(weight.detach(), moved)  # before: Adam's momentum moved it another ~0.1 per unit
