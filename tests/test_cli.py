@@ -175,3 +175,20 @@ def test_the_control_refuses_a_trained_explorer(runs, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "swap.explorer_updates = 2" in err and "control" in err and runs == []
     assert cli.main(["--swap", "rspo", "swap.explorer_updates=2"]) == 0
+
+
+def test_evaluate_reports_a_damaged_policy_folder_in_one_line(tmp_path, capsys):
+    from rspo_kit.evaluate.__main__ import main
+    from rspo_kit.policy.rollout import Policy
+    from rspo_kit.policy.sft import save_policy
+
+    folder = tmp_path / "policy"
+    save_policy(Policy.load("tiny", mode="choice", seed=0), folder)
+    weights = folder / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-100] ^= 0xFF  # one flipped byte inside the last tensor
+    weights.write_bytes(bytes(data))
+    capsys.readouterr()  # what saving printed
+    assert main(["--policy", str(folder), "--env", "chain-4x2", "--n", "2"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err and str(folder) in err

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 
@@ -41,12 +42,16 @@ def main(argv=None) -> int:
     from rspo_kit.records.metrics import METRICS_FILE
 
     folder = Path(args.policy)
-    if (folder / METRICS_FILE).exists() or (folder / "latest").exists():  # a training run: its actor
-        from rspo_kit.train.trainer import trained_actor
+    try:
+        if (folder / METRICS_FILE).exists() or (folder / "latest").exists():  # a training run: its actor
+            from rspo_kit.train.trainer import trained_actor
 
-        policy = trained_actor(args.policy)
-    else:
-        policy = Policy.load(args.policy)
+            policy = trained_actor(args.policy)
+        else:
+            policy = Policy.load(args.policy)
+    except (ValueError, OSError) as err:  # a damaged folder (RecordError, CheckpointError) or none
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     if args.teacher_forced:
         follow = "policy" if args.on_policy else "teacher"
         print(
