@@ -32,7 +32,6 @@ import pandas as pd
 import torch
 
 from rspo_kit.algos.grpo import grpo_advantages
-from rspo_kit.envs import list_tasks
 from rspo_kit.experiments.report import value_text
 from rspo_kit.experiments.sweep import mean_ci
 from rspo_kit.paths import repository_path
@@ -99,8 +98,6 @@ class Quickstart:
 def reward_model(cfg: RunConfig) -> RewardModel:
     """The rewards a run of ``cfg`` is scored with, built as the trainer builds them (for the swap's
     process labels and outcomes in ``rspo_widgets``' swap figure)."""
-    # a capped chain level (chain-4x2-cap8) registers itself and its rewards when first resolved
-    list_tasks(cfg.env.name, split="eval", n=1)
     r = cfg.reward
     outcome = OutcomeConfig(r.outcome_mode, r.invalid_penalty)
     return RewardModel.build(cfg.env.name, outcome, r.process, r.misalign_eps, r.mix_lambda)
