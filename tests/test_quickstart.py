@@ -264,3 +264,19 @@ def test_summary_says_where_the_interval_lies_and_records_it():
     assert len(table) == 5 and table.iloc[3, 0] == "RSPO − plain" and table.iloc[3, 2] == "[-2.0, +22.0]"
     behind = Summary(finals, {"plain": PairedDifference(-0.2, -0.3, -0.1, 120, 1, 25)}).text()
     assert "lies below zero" in behind
+
+
+def test_saving_and_loading_a_policy_draws_no_progress_bar(tmp_path, capfd):
+    """Headless runs stay quiet: transformers' ``Writing model shards`` and ``Loading weights`` bars
+    are off while a policy is saved and loaded (and back on afterwards)."""
+    from transformers.utils import logging as transformers_logging
+
+    from rspo_kit.policy.models import load_model, save_checkpoint
+
+    model, tokenizer = load_model("tiny")
+    capfd.readouterr()
+    folder = save_checkpoint(model, tokenizer, {"name": "tiny"}, tmp_path / "policy")
+    load_model(str(folder))
+    err = capfd.readouterr().err
+    assert "Writing model shards" not in err and "Loading weights" not in err, err
+    assert transformers_logging.is_progress_bar_enabled()

@@ -250,7 +250,8 @@ def save_checkpoint(model, tokenizer, meta: dict, folder: Path, *, replace: bool
     # one sibling per process: two processes building one cache entry must not share it
     tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)  # left over from a crash
-    model.save_pretrained(tmp)
+    with _no_progress_bar():
+        model.save_pretrained(tmp)
     write_weights_digest(tmp, model)
     tokenizer.save_pretrained(tmp)
     (tmp / "rspo_preset.json").write_text(json.dumps(meta, indent=1))
@@ -320,10 +321,11 @@ def preset_of(name_or_path: str) -> ModelPreset:
 
 
 @contextlib.contextmanager
-def _no_loading_bar():
-    """transformers 5 draws a ``Loading weights`` bar on every ``from_pretrained``: for a local model of
-    a few MB it is noise, and a run loads one several times (warm start, each policy). Turned off
-    while loading, then back on if it was on."""
+def _no_progress_bar():
+    """transformers 5 draws a ``Loading weights`` bar on every ``from_pretrained`` and a ``Writing model
+    shards`` bar on every ``save_pretrained``: for a local model of a few MB they are noise, and a run
+    loads and saves several (warm start, each policy, each checkpoint). Turned off meanwhile, then back
+    on if it was on."""
     was_on = transformers_logging.is_progress_bar_enabled()
     transformers_logging.disable_progress_bar()
     try:
@@ -352,7 +354,7 @@ def load_model(
         verify_weights(path)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        with _no_loading_bar():
+        with _no_progress_bar():
             model, info = AutoModelForCausalLM.from_pretrained(
                 path, dtype=device.dtype, local_files_only=True, output_loading_info=True
             )
