@@ -1,10 +1,21 @@
-"""Registry of environments: ``register_env`` plugs any TextEnv into ``make_env`` and ``list_tasks``."""
+"""Registry of environments: ``register_env`` plugs any TextEnv into ``make_env`` and ``list_tasks``.
+
+A user's env lives in a module of their own whose top level calls ``register_env``. Three doors
+import it, all through ``load_env_module``: ``--env-module M`` on every command line that takes
+``--env``, ``ENV_MODULE`` in the notebooks, and the entry-point group ``rspo_kit.envs`` of an
+installed package (loaded the first time a name is not found).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.metadata
+import importlib.util
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from rspo_kit.envs.base import Task, TextEnv
 
@@ -14,14 +25,28 @@ SPLITS = ("train", "valid", "eval", "eval_unseen")
 VALID_SIZE = 240  # tasks; a fifth of train when train is smaller than 5 * VALID_SIZE
 
 
+ENTRY_POINT_GROUP = "rspo_kit.envs"
+
+
 @dataclass(frozen=True)
 class EnvEntry:
     name: str
     make: Callable[..., TextEnv]
     list_tasks: Callable[[str], list[Task]]
+    memory: type | None = None  # the prompt memory of this env's episodes; None: the generic one
+
+
+class EnvModuleError(ImportError):
+    """A module named to load envs from could not be imported, or registered no env."""
 
 
 _REGISTRY: dict[str, EnvEntry] = {}
+# Which module's import registered each env: ``load_env_module`` answers with these names.
+_REGISTERED_BY: dict[str, set[str]] = {}
+_LOADING: list[str] = []  # modules being imported by load_env_module, outermost first
+_LOADED_FILES: dict[Path, str] = {}  # a .py file loaded by path -> its module name
+_entry_points_loaded = False
+_entry_point_failures: list[str] = []
 # Built-in envs register themselves when their module is imported; importing lazily keeps
 # `import rspo_kit.envs` free of the alfworld/textworld import cost.
 _BUILTIN_MODULES = {
@@ -39,20 +64,46 @@ def register_env(
     make: Callable[..., TextEnv],
     list_tasks: Callable[[str], list[Task]],
     *,
+    memory: type | None = None,
     overwrite: bool = False,
 ) -> None:
     """Register an environment.
 
     ``make(**kwargs)`` returns a fresh TextEnv; ``list_tasks(split)`` returns that split's tasks in a
-    fixed order (``list_tasks`` of the registry slices it).
+    fixed order (``list_tasks`` of the registry slices it). ``memory`` is the class of the compact
+    memory shown in this env's prompts (``rspo_kit.policy.prompts`` has the interface); without one
+    the prompts use a generic memory.
     """
     if not name or not isinstance(name, str):
         raise ValueError(f"env name must be a non-empty string, got {name!r}")
     if not callable(make) or not callable(list_tasks):
         raise TypeError("register_env needs callables for make and list_tasks")
+    if memory is not None and not isinstance(memory, type):
+        raise TypeError(f"memory must be a class or None, got {memory!r}")
     if name in _REGISTRY and not overwrite:
         raise ValueError(f"env {name!r} is already registered; pass overwrite=True to replace it")
-    _REGISTRY[name] = EnvEntry(name, make, list_tasks)
+    _REGISTRY[name] = EnvEntry(name, make, list_tasks, memory)
+    # the caller's module, and every module load_env_module is importing (a package's __init__
+    # importing the submodule that registers): each of them registered this env
+    caller = sys._getframe(1).f_globals.get("__name__", "")
+    _REGISTERED_BY[name] = {caller, *_LOADING}
+
+
+def _known_envs() -> list[str]:
+    return sorted(set(_REGISTRY) | set(_BUILTIN_MODULES))
+
+
+def _unknown_env_message(name: str) -> str:
+    """Why ``name`` is not found, and the three ways to import the module that registers it."""
+    message = (
+        f"unknown env {name!r}; registered envs: {_known_envs()}. To use your own env, import the "
+        "module whose register_env call defines it: --env-module mypkg.envs (or a path to a .py file) "
+        "on the command line, ENV_MODULE in a notebook, rspo_kit.envs.load_env_module in Python, or "
+        f"an entry point of an installed package in the group {ENTRY_POINT_GROUP!r}"
+    )
+    if _entry_point_failures:
+        message += "; entry points that failed to load: " + "; ".join(_entry_point_failures)
+    return message
 
 
 def _entry(name: str) -> EnvEntry:
@@ -62,9 +113,98 @@ def _entry(name: str) -> EnvEntry:
     if name not in _REGISTRY and prefix is not None:
         importlib.import_module(_BUILTIN_PREFIXES[prefix]).resolve_env(name)
     if name not in _REGISTRY:
-        known = sorted(set(_REGISTRY) | set(_BUILTIN_MODULES))
-        raise KeyError(f"unknown env {name!r}; registered envs: {known}")
+        load_entry_points()
+    if name not in _REGISTRY:
+        raise KeyError(_unknown_env_message(name))
     return _REGISTRY[name]
+
+
+def _file_of(module: object) -> Path | None:
+    file = getattr(module, "__file__", None)
+    return Path(file).resolve() if isinstance(file, str) else None
+
+
+def _module_from_file(path: Path) -> str:
+    """Import a ``.py`` file as a module (once per file); returns its module name.
+
+    The module is named after the file where that name is free, so the envs it defines pickle by
+    reference like any module's (``BatchRunner`` workers).
+    """
+    path = path.resolve()
+    if path in _LOADED_FILES:
+        return _LOADED_FILES[path]
+    if not path.is_file():
+        raise EnvModuleError(f"env module file {str(path)!r} does not exist")
+    imported = next((m.__name__ for m in list(sys.modules.values()) if _file_of(m) == path), None)
+    if imported is not None:  # imported already by its dotted name: importing it twice re-registers
+        return imported
+    name = path.stem if path.stem.isidentifier() and path.stem not in sys.modules else None
+    name = name or "rspo_kit_env_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise EnvModuleError(f"cannot import env module file {str(path)!r}: not a Python source file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    _LOADED_FILES[path] = name
+    return name
+
+
+def _is_file_spec(spec: str) -> bool:
+    return spec.endswith(".py") or "/" in spec or "\\" in spec
+
+
+def load_env_module(spec: str) -> list[str]:
+    """Import the module ``spec`` (a dotted name, or a path to a ``.py`` file) so that its
+    ``register_env`` calls make its envs available by name; returns those names.
+
+    Loading a module again is fine and returns the same names. Raises ``EnvModuleError`` naming the
+    module and the import error when it cannot be imported, and when it registers no env.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise EnvModuleError(f"an env module is a dotted module name or a .py file, got {spec!r}")
+    spec = spec.strip()
+    _LOADING.append(spec)
+    try:
+        name = _module_from_file(Path(spec)) if _is_file_spec(spec) else importlib.import_module(spec).__name__
+    except EnvModuleError:
+        raise
+    except Exception as err:
+        raise EnvModuleError(f"cannot import env module {spec!r}: {type(err).__name__}: {err}") from err
+    finally:
+        _LOADING.pop()
+    names = [env for env, by in _REGISTERED_BY.items() if name in by or spec in by]
+    if not names:
+        raise EnvModuleError(
+            f"env module {spec!r} registered no env: call register_env(name, make, list_tasks) at its top level"
+        )
+    return names
+
+
+def load_entry_points() -> list[str]:
+    """Load the installed packages' env modules (entry-point group ``rspo_kit.envs``), once.
+
+    An entry point names a module whose import registers envs, or a function that registers them when
+    called. A failing one is remembered (the unknown-env error lists it) and does not stop the others.
+    Returns the names of the envs registered by this call.
+    """
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return []
+    _entry_points_loaded = True
+    before = set(_REGISTRY)
+    for point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            loaded = point.load()
+            if callable(loaded):
+                loaded()
+        except Exception as err:
+            _entry_point_failures.append(f"{point.name} = {point.value} ({type(err).__name__}: {err})")
+    return sorted(set(_REGISTRY) - before)
 
 
 def ensure_registered(name: str) -> bool:
@@ -78,7 +218,13 @@ def ensure_registered(name: str) -> bool:
 
 
 def registered_envs() -> list[str]:
-    return sorted(set(_REGISTRY) | set(_BUILTIN_MODULES))
+    return _known_envs()
+
+
+def env_memory(name: str) -> type | None:
+    """The prompt memory class registered beside env ``name``; ``None`` when it registered none
+    (the built-in envs keep theirs in ``rspo_kit.policy.prompts``) or nothing registers ``name``."""
+    return _entry(name).memory if ensure_registered(name) else None
 
 
 def make_env(name: str, **kwargs) -> TextEnv:
