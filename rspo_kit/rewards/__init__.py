@@ -1,7 +1,8 @@
 """Outcome rewards, process rewards and misalignment diagnostics, as pure functions.
 
 ``outcome_reward`` scores an episode; process rewards score steps and share one signature
-(``ProcessReward``); ``combine`` and ``misalign`` compose them; ``diagnose`` shows where they disagree.
+(``ProcessReward``; ``ProgressPotential`` is the generic one of any env that counts its progress);
+``combine`` and ``misalign`` compose them; ``diagnose`` shows where they disagree.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from rspo_kit.rewards.outcome import (
     register_score_scale,
 )
 from rspo_kit.rewards.process import (
+    GENERIC_REWARD,
     PROCESS_REWARDS,
     ProcessReward,
     ProcessStep,
+    ProgressPotential,
     WeightedReward,
     combine,
     episode_steps,
+    has_process_reward,
     misalign,
     process_return,
     process_reward,
@@ -62,6 +66,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _HOME)
 
 
 __all__ = [
+    "GENERIC_REWARD",
     "OUTCOME_MODES",
     "PROCESS_REWARDS",
     "Diagnostics",
@@ -72,6 +77,7 @@ __all__ = [
     "PRMConfig",
     "ProcessReward",
     "ProcessStep",
+    "ProgressPotential",
     "RankAgreement",
     "ShapedPRM",
     "WeightedReward",
@@ -83,6 +89,7 @@ __all__ = [
     "evaluate_prm",
     "fit_prm",
     "hacking_rate",
+    "has_process_reward",
     "kendall_tau_b",
     "misalign",
     "outcome_reward",

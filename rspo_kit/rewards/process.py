@@ -8,6 +8,10 @@ the env understood it, and the step's ``info``. Built-ins are registered per env
 
 The env is named when a reward is built (``process_reward("subgoal", env="alfworld")``), not guessed
 from the keys of the progress dict: a wrong guess would silently read zeros, a wrong name fails loudly.
+
+Any env whose ``info["progress"]`` holds numbers also has the generic ``progress`` reward
+(``ProgressPotential``): the change of their sum, or of one declared key (``"progress:digits"``).
+An env's own registration under the same name wins.
 """
 
 from __future__ import annotations
@@ -47,22 +51,95 @@ def register_process_reward(env: str, name: str) -> Callable[[RewardT], RewardT]
     return register
 
 
+@dataclass(frozen=True)
+class ProgressPotential:
+    """r_p = Φ(progress_after) − Φ(progress_before), Φ = the sum of the progress dict's numbers (or
+    the value of ``key`` alone): the generic process reward of any env that counts its progress.
+
+    Potential-based (Ng et al., 1999), so an episode's return telescopes to Φ(last) − Φ(first) and
+    going round in circles earns nothing. Values that are not finite numbers are skipped by the sum;
+    a declared ``key`` missing from a step's progress is an error naming the keys there, never a 0.
+
+    >>> reward = ProgressPotential()
+    >>> reward({"digits": 1, "doors": 0}, {"digits": 2, "doors": 1, "room": "hall"}, "open door", True, {})
+    2.0
+    >>> ProgressPotential("digits")({"digits": 1, "doors": 0}, {"digits": 2, "doors": 1}, "x", True, {})
+    1.0
+    """
+
+    key: str | None = None
+
+    def potential(self, progress: Mapping[str, Any]) -> float:
+        if self.key is None:
+            return sum(float(v) for v in progress.values() if _is_number(v))
+        if self.key not in progress:
+            raise KeyError(f"progress key {self.key!r} is not in info['progress'] (keys: {sorted(progress)})")
+        return float(progress[self.key])
+
+    def __call__(
+        self,
+        progress_before: Mapping[str, float],
+        progress_after: Mapping[str, float],
+        action: str,
+        valid: bool,
+        info: Mapping[str, Any],
+        /,
+    ) -> float:
+        return self.potential(progress_after) - self.potential(progress_before)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value)
+
+
+GENERIC_REWARD = "progress"  # ``"progress"`` or ``"progress:<key>"``: ProgressPotential, for any env
+
+
+def _generic(name: str) -> ProgressPotential | None:
+    """``ProgressPotential`` for ``"progress"`` / ``"progress:<key>"``, None for any other name."""
+    base, colon, key = name.partition(":")
+    if base != GENERIC_REWARD or (colon and not key):
+        return None
+    return ProgressPotential(key or None)
+
+
+def has_process_reward(name: str, *, env: str) -> bool:
+    """Whether ``process_reward(name, env=env)`` finds a reward (the env's own, or the generic one)."""
+    try:
+        process_reward(name, env=env)
+    except KeyError:
+        return False
+    return True
+
+
 def process_reward(name: str, *, env: str) -> ProcessReward:
-    """The process reward registered as ``name`` for ``env``.
+    """The process reward registered as ``name`` for ``env``, else the generic ``progress`` reward for
+    ``"progress"`` or ``"progress:<key>"``; a KeyError that names what the env has and how to add one.
 
     >>> process_reward("subgoal", env="alfworld").__name__
     'alfworld_subgoal'
+    >>> process_reward("progress:digits", env="any-env")
+    ProgressPotential(key='digits')
     """
     if env not in PROCESS_REWARDS:
         from rspo_kit.envs.registry import ensure_registered
 
         ensure_registered(env)  # a level made on first use registers its rewards as it registers
-    if env not in PROCESS_REWARDS:
-        raise KeyError(f"no process rewards for env {env!r}; known envs: {sorted(PROCESS_REWARDS)}")
-    by_name = PROCESS_REWARDS[env]
-    if name not in by_name:
-        raise KeyError(f"no process reward {name!r} for env {env!r}; known: {sorted(by_name)}")
-    return by_name[name]
+    by_name = PROCESS_REWARDS.get(env, {})
+    if name in by_name:
+        return by_name[name]
+    generic = _generic(name)
+    if generic is not None:
+        return generic
+    has = f"it has {sorted(by_name)}" if by_name else (
+        f"it has none (envs with process rewards: {sorted(PROCESS_REWARDS)})"
+    )
+    raise KeyError(
+        f"no process reward {name!r} for env {env!r}; {has}. Register one with "
+        f"@register_process_reward({env!r}, {name!r}) on a function (progress_before, progress_after, "
+        f"action, valid, info) -> float, or use the generic {GENERIC_REWARD!r} (the change of the sum "
+        f"of info['progress'] numbers; '{GENERIC_REWARD}:<key>' for one key)"
+    )
 
 
 @dataclass(frozen=True)
