@@ -4,6 +4,9 @@ This is the environment-level evaluation used by ``make demo`` before any model 
 reference numbers for the envs: the expert must solve every eval task; a random policy must not.
 
     python -m rspo_kit.envs.play --env alfworld --split eval --n 20 --policy expert
+    python -m rspo_kit.envs.play --env-module mygame.py --env mygame --policy random
+
+An unknown env or an env module that does not load is one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -19,7 +22,13 @@ from pathlib import Path
 
 from rspo_kit.envs.base import Observation, Task
 from rspo_kit.envs.batch import BatchRunner
-from rspo_kit.envs.registry import list_tasks
+from rspo_kit.envs.registry import (
+    ENV_MODULE_HELP,
+    EnvModuleError,
+    UnknownEnvError,
+    list_tasks,
+    load_env_modules,
+)
 
 Policy = Callable[[BatchRunner, dict[int, Observation]], dict[int, str]]
 
@@ -119,6 +128,7 @@ def format_table(rows: Sequence[dict]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--env", default="alfworld")
+    ap.add_argument("--env-module", action="append", default=[], metavar="MODULE", help=ENV_MODULE_HELP)
     ap.add_argument("--split", default="eval")
     ap.add_argument("--n", type=int, default=20, help="number of tasks (first n of the split)")
     ap.add_argument("--policy", choices=("expert", "random"), default="expert")
@@ -131,7 +141,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", default="runs", help="directory for the results folder")
     args = ap.parse_args(argv)
 
-    tasks = list_tasks(args.env, split=args.split, n=args.n)
+    try:
+        load_env_modules(args.env_module)
+        tasks = list_tasks(args.env, split=args.split, n=args.n)
+    except (EnvModuleError, UnknownEnvError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     kwargs = {} if args.max_steps is None else {"max_steps": args.max_steps}
     if args.engine:
         kwargs["engine"] = args.engine

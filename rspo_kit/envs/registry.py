@@ -13,7 +13,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +34,14 @@ class EnvEntry:
     make: Callable[..., TextEnv]
     list_tasks: Callable[[str], list[Task]]
     memory: type | None = None  # the prompt memory of this env's episodes; None: the generic one
+
+
+class UnknownEnvError(KeyError):
+    """No registered env has this name. A ``KeyError`` whose ``str`` is its message, unquoted, so
+    that a command line prints it as one readable line."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class EnvModuleError(ImportError):
@@ -115,7 +123,7 @@ def _entry(name: str) -> EnvEntry:
     if name not in _REGISTRY:
         load_entry_points()
     if name not in _REGISTRY:
-        raise KeyError(_unknown_env_message(name))
+        raise UnknownEnvError(_unknown_env_message(name))
     return _REGISTRY[name]
 
 
@@ -159,18 +167,29 @@ def _is_file_spec(spec: str) -> bool:
 
 
 def load_env_module(spec: str) -> list[str]:
-    """Import the module ``spec`` (a dotted name, or a path to a ``.py`` file) so that its
-    ``register_env`` calls make its envs available by name; returns those names.
+    """Import the module ``spec`` (a dotted name, or a path to a ``.py`` file; several separated by
+    commas) so that its ``register_env`` calls make its envs available by name; returns those names.
 
     Loading a module again is fine and returns the same names. Raises ``EnvModuleError`` naming the
     module and the import error when it cannot be imported, and when it registers no env.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise EnvModuleError(f"an env module is a dotted module name or a .py file, got {spec!r}")
-    spec = spec.strip()
+    parts = [part.strip() for part in spec.split(",") if part.strip()]
+    return list(dict.fromkeys(name for part in parts for name in _load_one(part)))
+
+
+def load_env_modules(specs: Sequence[str] | None) -> list[str]:
+    """``load_env_module`` of each of ``specs`` (a command line's repeated ``--env-module``), in order."""
+    return list(dict.fromkeys(name for spec in specs or () for name in load_env_module(spec)))
+
+
+def _load_one(spec: str) -> list[str]:
     _LOADING.append(spec)
     try:
-        name = _module_from_file(Path(spec)) if _is_file_spec(spec) else importlib.import_module(spec).__name__
+        name = (
+            _module_from_file(Path(spec)) if _is_file_spec(spec) else importlib.import_module(spec).__name__
+        )
     except EnvModuleError:
         raise
     except Exception as err:
@@ -183,6 +202,12 @@ def load_env_module(spec: str) -> list[str]:
             f"env module {spec!r} registered no env: call register_env(name, make, list_tasks) at its top level"
         )
     return names
+
+
+ENV_MODULE_HELP = (
+    "import this module first (a dotted name or a .py file; repeatable): its register_env calls make "
+    "its envs available to --env"
+)
 
 
 def load_entry_points() -> list[str]:
@@ -205,6 +230,12 @@ def load_entry_points() -> list[str]:
         except Exception as err:
             _entry_point_failures.append(f"{point.name} = {point.value} ({type(err).__name__}: {err})")
     return sorted(set(_REGISTRY) - before)
+
+
+def require_env(name: str) -> None:
+    """Nothing if ``name`` is a registered env (registering a built-in on first use); else an
+    ``UnknownEnvError`` (a ``KeyError``) whose message lists the envs and the ways to register one."""
+    _entry(name)
 
 
 def ensure_registered(name: str) -> bool:

@@ -2,7 +2,9 @@
 
 Prints the evaluation (success with its 95% interval, per task type, pass@k) as JSON. With
 ``--teacher-forced`` it prints the per-verb accuracy in the teacher's states instead
-(``rspo_kit.policy.evaluate.teacher_forced_accuracy``).
+(``rspo_kit.policy.evaluate.teacher_forced_accuracy``). ``--env-module M`` (repeatable) imports a
+module of one's own whose ``register_env`` calls define the env that ``--env`` names; a module that
+does not load, or an unknown env, is one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -11,6 +13,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
+
+from rspo_kit.envs.registry import (
+    ENV_MODULE_HELP,
+    EnvModuleError,
+    UnknownEnvError,
+    load_env_modules,
+    require_env,
+)
 
 
 def main(argv=None) -> int:
@@ -23,6 +33,7 @@ def main(argv=None) -> int:
         help="preset name, saved policy folder, or a training run's folder (its actor)",
     )
     ap.add_argument("--env", default="alfworld")
+    ap.add_argument("--env-module", action="append", default=[], metavar="MODULE", help=ENV_MODULE_HELP)
     ap.add_argument("--split", default="eval")
     ap.add_argument("--n", type=int, default=None)
     ap.add_argument("--samples", type=int, default=1)
@@ -36,6 +47,12 @@ def main(argv=None) -> int:
         "--on-policy", action="store_true", help="with --teacher-forced: agreement in the policy's own states"
     )
     args = ap.parse_args(argv)
+    try:
+        load_env_modules(args.env_module)  # before the policy loads: a wrong env fails at once
+        require_env(args.env)
+    except (EnvModuleError, UnknownEnvError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
 
     from rspo_kit.policy.evaluate import evaluate, teacher_forced_accuracy
     from rspo_kit.policy.rollout import Policy

@@ -36,7 +36,8 @@ UPPERCASE parameters and grids of config fields report in the same columns.
 Cells run in separate processes, at most one per CPU core. A notebook with a ``THREADS`` parameter
 gets the preset's ``train.threads``, else cores // workers torch threads, unless ``THREADS`` is
 given, so parallel cells do not fight over the cores. papermill (the ``notebook`` extra) is imported
-only when a sweep runs.
+only when a sweep runs. ``--env-module M`` imports a module of one's own that registers the env of
+the cells (``-p ENV mygame``) and passes it to every cell as its ``ENV_MODULE``.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rspo_kit.envs.registry import ENV_MODULE_HELP, EnvModuleError, load_env_modules
 from rspo_kit.paths import atomic_write_text
 from rspo_kit.records.files import read_json
 from rspo_kit.records.metrics import METRICS_FILE
@@ -862,6 +864,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--preset", default=None, help="the PRESET of every cell, e.g. alfworld-40k or webshop-7k"
     )
     ap.add_argument(
+        "--env-module",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help=f"{ENV_MODULE_HELP}; every cell gets it as its ENV_MODULE",
+    )
+    ap.add_argument(
         "--reference-run",
         action="store_true",
         help=f"first evaluate the preset's starting policy as the cells' final evaluation into "
@@ -906,6 +915,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parameters["PRESET"] = args.preset
     if args.reference_run and "PRESET" not in parameters:
         ap.error("--reference-run evaluates a preset's starting policy: give --preset")
+    try:
+        load_env_modules(args.env_module)  # here too: a module that does not load fails before any cell
+    except EnvModuleError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.env_module:
+        parameters["ENV_MODULE"] = ",".join(args.env_module)
     try:
         check_config_fields({**parameters, **{k: None for k in grid}})
         if args.reference_run:

@@ -9,7 +9,9 @@ after it may change only what does not change what the run computes (``train.ite
 any other override or run flag is refused by name. ``--warmstart-from POLICY``
 installs a saved warm start (e.g. ``results/warm_starts/alfworld_tiny_sft1536_cap30/policy``) into the
 cache first, under the key of this configuration, so that it and every later run of it start from
-those weights.
+those weights. ``--env-module M`` (repeatable) imports a module of one's own whose ``register_env``
+calls define the env that ``--env`` names; the run's config keeps it (``env.module``), so a resumed
+run and a notebook reading the run import it too.
 
 Only the config is imported up front: torch, transformers and the trainer load when a run starts, so
 ``--help`` and a mistyped field answer at once. A bad config field or value is one line on stderr and
@@ -25,6 +27,14 @@ import json
 import sys
 from typing import get_args
 
+from rspo_kit.envs.registry import (
+    ENV_MODULE_HELP,
+    EnvModuleError,
+    UnknownEnvError,
+    load_env_module,
+    load_env_modules,
+    require_env,
+)
 from rspo_kit.train.config import PRESETS, VARIANTS, Algo, RunConfig, preset
 
 
@@ -51,6 +61,7 @@ def parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--preset", default="tiny", choices=list(PRESETS), help="named preset (default: tiny)")
     ap.add_argument("--env", default=None, help="a registered env (default: the preset's own, else alfworld)")
+    ap.add_argument("--env-module", action="append", default=[], metavar="MODULE", help=ENV_MODULE_HELP)
     ap.add_argument("--algo", default="gigpo", choices=get_args(Algo), help="base algorithm (default: gigpo)")
     ap.add_argument(
         "--swap",
@@ -76,7 +87,8 @@ def parser() -> argparse.ArgumentParser:
 def config(args: argparse.Namespace) -> RunConfig:
     """The run's config: the preset, then every override in order; ValueError names what is wrong."""
     cfg = preset(args.preset, env=args.env, algo=args.algo, swap=args.swap, seed=args.seed)
-    for item in [*getattr(args, "swap_overrides", []), *args.overrides]:
+    modules = [f"env.module={','.join(args.env_module)}"] if args.env_module else []
+    for item in [*modules, *getattr(args, "swap_overrides", []), *args.overrides]:
         key, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"override {item!r} must look like section.field=value")
@@ -114,12 +126,26 @@ def resumed_config(args: argparse.Namespace) -> RunConfig:
     return cfg.validate()
 
 
+def with_env(cfg: RunConfig) -> RunConfig:
+    """``cfg`` once its env module is imported and its env is known: an unknown env fails here, in
+    one line, before any warm start or rollout (``EnvModuleError`` or ``UnknownEnvError``)."""
+    if getattr(cfg.env, "module", None):
+        load_env_module(cfg.env.module)
+    require_env(cfg.env.name)
+    return cfg
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_intermixed_args(argv)
+    try:
+        load_env_modules(args.env_module)  # before --env names one of their envs
+    except EnvModuleError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     if args.resume:
         try:
-            cfg = resumed_config(args)
-        except ValueError as err:  # CheckpointError too: no run there
+            cfg = with_env(resumed_config(args))
+        except (ValueError, EnvModuleError, UnknownEnvError) as err:  # CheckpointError too: no run there
             print(f"error: {err}", file=sys.stderr)
             return 2
         from rspo_kit.train.checkpoint import CheckpointError
@@ -135,8 +161,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1
     else:
         try:
-            cfg = config(args)
-        except ValueError as err:
+            cfg = with_env(config(args))
+        except (ValueError, EnvModuleError, UnknownEnvError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
         from rspo_kit.train.setup import install_warmstart
