@@ -74,6 +74,10 @@ def _require(obj: Any, name: str, ok: bool, what: str) -> None:
 @dataclass
 class EnvConfig:
     name: str = "alfworld"  # any registered env
+    # the user's env module (a dotted name or a .py file) whose register_env calls define ``name``:
+    # imported before anything builds the env (rspo_kit.envs.load_env_module), so that a resumed run
+    # or a sweep cell finds the env from its config alone; None for the built-in envs
+    module: str | None = None
     engine: Literal["native", "alfworld"] | None = (
         None  # ALFWorld: "native" (fast, default) or "alfworld" (real)
     )
@@ -85,6 +89,7 @@ class EnvConfig:
     def __post_init__(self) -> None:
         _check_types(self)
         _require(self, "name", self.name != "", "a registered env")
+        _require(self, "module", self.module != "", "None or a module that registers the env")
         _require(self, "train_tasks", self.train_tasks >= 1, ">= 1")
         _require(
             self,
@@ -465,6 +470,7 @@ def _parse(dotted: str, value: Any, hint: Any) -> Any:
 # the config fields among a notebook's parameters (notebooks/04_training.ipynb): papermill passes them
 # typed (``-p``) or as text (``-r``); None or "" keeps the preset's value
 PARAMETER_FIELDS = {
+    "ENV_MODULE": "env.module",
     "SEED": "train.seed",
     "ITERATIONS": "train.iterations",
     "THREADS": "train.threads",
@@ -677,6 +683,22 @@ def preset(
     for key, value in overrides.items():
         cfg.override(key.replace("__", "."), value)
     return cfg.validate()
+
+
+def process_reward_use(cfg: RunConfig) -> str | None:
+    """What in ``cfg``'s run trains on the process reward, or None: plain X and the control train on
+    the outcome alone, so an env needs no process reward for them.
+
+    >>> process_reward_use(preset("smoke", env="chain-4x2", swap="control")) is None
+    True
+    >>> process_reward_use(preset("smoke", env="chain-4x2", swap="rspo"))
+    "the explorer's dense updates (swap.mode = 'rspo', swap.explorer_updates = 1)"
+    """
+    if cfg.reward.train_on != "outcome":
+        return f"the actor's updates (reward.train_on = {cfg.reward.train_on!r})"
+    if cfg.swap.mode == "rspo" and cfg.swap.explorer_updates > 0:
+        return f"the explorer's dense updates (swap.mode = 'rspo', swap.explorer_updates = {cfg.swap.explorer_updates})"
+    return None
 
 
 def variant_of(cfg: RunConfig) -> str:

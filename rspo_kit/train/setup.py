@@ -18,11 +18,19 @@ from pathlib import Path
 
 import torch
 
+from rspo_kit.envs.registry import load_env_module
 from rspo_kit.paths import atomic_write_text, cache_dir, repository_path
 from rspo_kit.policy.models import CORPUS_VERSION, load_model, weights_digest
 from rspo_kit.policy.models import PRESETS as SCRATCH_PRESETS
 from rspo_kit.policy.rollout import Policy
 from rspo_kit.train.config import RunConfig
+
+
+def load_run_env(cfg: RunConfig) -> None:
+    """Import the user's env module that ``cfg.env.module`` names, if any: its ``register_env`` calls
+    make ``cfg.env.name`` (and an ``sft_env`` it defines) known before anything builds an env."""
+    if cfg.env.module:
+        load_env_module(cfg.env.module)
 
 
 def warmstart_recipe(cfg: RunConfig) -> dict:
@@ -62,6 +70,7 @@ def initial_policy(cfg: RunConfig, progress_bar: bool = True) -> tuple[Policy, d
     (``install_warmstart``: an error if the cache holds other weights under the run's key), so the
     run starts from those weights instead of an SFT run of its own.
     """
+    load_run_env(cfg)
     mode = None if cfg.policy.mode == "preset" else cfg.policy.mode
     if not cfg.policy.warmstart:
         policy = Policy.load(cfg.policy.preset, mode=mode, seed=cfg.train.seed)
