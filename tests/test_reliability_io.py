@@ -67,7 +67,7 @@ def test_prompts_of_normal_episodes_are_byte_identical_to_the_pinned_ones():
         assert hashlib.sha256("\n\x00".join(messages).encode()).hexdigest() == digest, env_name
 
 
-def test_an_over_budget_prompt_cuts_the_observation_and_keeps_the_template_memory_and_task():
+def test_an_over_budget_prompt_cuts_the_middle_of_the_observation_and_keeps_the_template_memory_and_task():
     from rspo_kit.policy.models import load_model
     from rspo_kit.policy.prompts import CUT_MARK, build_prompt
 
@@ -82,7 +82,8 @@ def test_an_over_budget_prompt_cuts_the_observation_and_keeps_the_template_memor
         assert budget - 12 <= len(ids) <= budget, budget  # cut close to the budget, not far below it
         assert text.split("Memory: ")[0] == whole.split("Memory: ")[0]  # the chat template's head
         assert f"Memory: {ctx.memory.render()}\nNow: You arrive at cabinet 1. On the cabinet 1" in text
-        assert f"{CUT_MARK}\nTask: put a mug in cabinet.\nReply with the next action only." in text
+        assert f" {CUT_MARK} " in text.split("\nNow: ")[1]  # the middle is cut, marked
+        assert "you see a mug 1.\nTask: put a mug in cabinet.\nReply with the next action only." in text
     with pytest.raises(ValueError, match="max_tokens=10 is below the prompt template's own length"):
         build_prompt(ctx, tokenizer, PromptConfig(max_tokens=10))
 

@@ -10,17 +10,22 @@ Then the last ``k`` (action, observation) pairs (a result the next action left u
 page after choosing an option, as ``(unchanged)``), the current observation, the admissible actions,
 and the task last.
 Length is bounded: the oldest history goes first, then the action list; a prompt still over budget
-has the end of its current observation cut (then, were that not enough, the end of the memory, then
-of the task), so that the chat template, the ``Memory:`` line and the task stay in every prompt.
+has the middle of its current observation cut, its start and end kept (then, were that not enough,
+the end of the memory, then of the task), so that the chat template, the ``Memory:`` line, the task
+and the reply format stay in every prompt.
+An env that registers no memory of its own (``register_env(..., memory=...)``) gets ``GenericMemory``:
+the actions tried and whether the current observation was seen before.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
+from rspo_kit.envs.registry import env_memory
 from rspo_kit.envs.webshop.pages import BACK_TO_SEARCH, BUY_NOW, NEXT_PAGE, PREV_PAGE, SUB_PAGES
 
 # Words of the template, added to the tokenizer corpus so that prompts tokenize compactly.
@@ -259,15 +264,57 @@ class ChainMemory:
         return f"{self.room or 'Room ?'}. Heard: {self.heard or 'nothing'}."
 
 
+def _digest(observation: str) -> str:
+    """A short key of an observation, whitespace-insensitive: what ``GenericMemory`` keeps of it."""
+    return hashlib.sha1(" ".join(observation.split()).encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class GenericMemory:
+    """The memory of an env that registers none: the last actions tried, and whether the current
+    observation was seen before in the episode (a loop a tiny model cannot see in two history pairs).
+
+    >>> m = GenericMemory().update("", "A dusty attic.").update("open chest", "The chest is locked.")
+    >>> m.update("look", "A dusty attic.").render()
+    'Tried: open chest | look. Seen: 2 observations, this one before.'
+    """
+
+    tried: tuple[str, ...] = ()  # the last few distinct actions, most recent last
+    seen: frozenset[str] = frozenset()  # digests of the episode's observations
+    again: bool = False  # the latest observation was seen before
+
+    def update(self, action: str, observation: str) -> GenericMemory:
+        key, action = _digest(observation), " ".join(action.split())
+        tried = (*(a for a in self.tried if a != action), action)[-5:] if action else self.tried
+        return GenericMemory(tried, self.seen | {key}, key in self.seen)
+
+    @staticmethod
+    def show(observation: str, instruction: str) -> str:
+        return observation
+
+    def render(self) -> str:
+        where = "this one before" if self.again else "this one new"
+        return f"Tried: {' | '.join(self.tried) or 'nothing'}. Seen: {len(self.seen)} observations, {where}."
+
+
 MEMORIES = {"alfworld": AlfworldMemory, "webshop": WebShopMemory}
 # env-name families with one memory for all their members: every level of the chain testbed
 MEMORY_FAMILIES = {"chain-": ChainMemory}
 
 
 def memory_for(env: str) -> type:
-    """The memory class of an env's prompts (WebShop's for envs that name none)."""
+    """The memory class of an env's prompts: the one registered beside the env
+    (``register_env(..., memory=...)``), else a built-in env's own, else ``GenericMemory``; never
+    another env's memory.
+
+    >>> memory_for("webshop").__name__, memory_for("chain-6x3").__name__, memory_for("no-such-env").__name__
+    ('WebShopMemory', 'ChainMemory', 'GenericMemory')
+    """
+    registered = env_memory(env)
+    if registered is not None:
+        return registered
     family = next((m for prefix, m in MEMORY_FAMILIES.items() if env.startswith(prefix)), None)
-    return MEMORIES.get(env, family or WebShopMemory)
+    return MEMORIES.get(env, family or GenericMemory)
 
 
 @dataclass(frozen=True)
@@ -351,19 +398,42 @@ def _chat_ids(tokenizer, content: str) -> list[int]:
     return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
 
 
-CUT_MARK = "..."  # ends a text cut to fit the prompt budget
+CUT_MARK = "..."  # marks where a text was cut to fit the prompt budget
 
 
-def _longest_fit(ids_of: Callable[[str], list[int]], text: str, max_tokens: int) -> list[int] | None:
-    """``ids_of(text[:n] + " ...")`` for the largest ``n`` whose ids fit in ``max_tokens``, or None where
-    none does. Bisection over ``n``: a longer prefix tokenizes to as many tokens or more (up to a token
+def cut_end(text: str, n: int) -> str:
+    """``text`` cut to its first ``n`` characters, marked.
+
+    >>> cut_end("put a mug in the cabinet", 9)
+    'put a mug ...'
+    """
+    return f"{text[:n].rstrip()} {CUT_MARK}".lstrip()
+
+
+def cut_middle(text: str, n: int) -> str:
+    """``text`` cut to ``n`` characters, its start and end kept and the middle marked: a page's title
+    and its last lines (where an env puts the result of the action) both survive.
+
+    >>> cut_middle("You arrive at the pantry. Shelves, jars, sacks. A door leads north.", 40)
+    'You arrive at the pa ... A door leads north.'
+    """
+    head = (n + 1) // 2
+    tail = text[len(text) - (n - head) :] if n > head else ""
+    return f"{text[:head].rstrip()} {CUT_MARK} {tail.lstrip()}".strip()
+
+
+def _longest_fit(
+    ids_of: Callable[[str], list[int]], text: str, max_tokens: int, cut: Callable[[str, int], str] = cut_end
+) -> list[int] | None:
+    """``ids_of(cut(text, n))`` for the largest ``n`` whose ids fit in ``max_tokens``, or None where
+    none does. Bisection over ``n``: a longer cut tokenizes to as many tokens or more (up to a token
     merged at the cut, which at worst keeps a few characters less than would fit)."""
-    # no token spans 32 characters in practice: a longer prefix cannot fit, and a 100k-character page
+    # no token spans 32 characters in practice: a longer cut cannot fit, and a 100k-character page
     # is not tokenized whole at every bisection step
     best, low, high = None, 0, min(len(text), 32 * max_tokens)
     while low <= high:
         n = (low + high) // 2
-        ids = ids_of(f"{text[:n].rstrip()} {CUT_MARK}".lstrip())
+        ids = ids_of(cut(text, n))
         if len(ids) <= max_tokens:
             best, low = ids, n + 1
         else:
@@ -372,8 +442,9 @@ def _longest_fit(ids_of: Callable[[str], list[int]], text: str, max_tokens: int)
 
 
 def _cut_to_budget(ctx: EpisodeContext, tokenizer, cfg: PromptConfig) -> list[int]:
-    """A prompt without history or action list that is still over budget, fitted by cutting the end of
-    the current observation; where even an empty one is over, the end of the memory, then of the task."""
+    """A prompt without history or action list that is still over budget, fitted by cutting the middle
+    of the current observation (its start and end stay); where even an empty one is over, the end of
+    the memory, then of the task. The chat template's header and the reply format are never cut."""
     texts = {
         "now": ctx.memory.show(ctx.observation.strip(), ctx.instruction),
         "memory": ctx.memory.render(),
@@ -384,7 +455,7 @@ def _cut_to_budget(ctx: EpisodeContext, tokenizer, cfg: PromptConfig) -> list[in
         def ids_of(text: str, name: str = name) -> list[int]:
             return _chat_ids(tokenizer, _user_message(ctx, cfg, 0, False, **(texts | {name: text})))
 
-        ids = _longest_fit(ids_of, texts[name], cfg.max_tokens)
+        ids = _longest_fit(ids_of, texts[name], cfg.max_tokens, cut_middle if name == "now" else cut_end)
         if ids is not None:
             return ids
         texts[name] = CUT_MARK
@@ -398,8 +469,9 @@ def _cut_to_budget(ctx: EpisodeContext, tokenizer, cfg: PromptConfig) -> list[in
 def build_prompt(ctx: EpisodeContext, tokenizer, cfg: PromptConfig) -> list[int]:
     """Token ids of the prompt (chat template, generation prompt appended), within ``cfg.max_tokens``.
 
-    Over budget, the oldest history goes first, then the action list, then the end of the current
-    observation (``_cut_to_budget``): the template, the memory and the task are always there.
+    Over budget, the oldest history goes first, then the action list, then the middle of the current
+    observation (``_cut_to_budget``): the template, the memory, the task and the reply format are
+    always there. A prompt within budget is never cut.
     """
     history, actions = cfg.history, cfg.show_actions
     while True:
