@@ -1,0 +1,66 @@
+"""The notebooks on a user's env that rspo_kit does not know: ``cellar``, registered by
+``tests/cellar_env.py``, which each notebook loads by its file path through ``ENV_MODULE``.
+
+The cellar has no ``subgoal`` or ``hack`` reward, only plain progress numbers and one process reward
+of its own (``wander``), so every piece that once picked code by env name has to work from the
+protocol. Each notebook runs headless at its smallest size; the assertions read what it recorded.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_notebooks import execute
+
+from rspo_kit.experiments import ensure_kernel
+
+pytestmark = pytest.mark.timeout(300)
+
+CELLAR = str(Path(__file__).with_name("cellar_env.py"))
+USER_ENV = {"ENV": "cellar", "ENV_MODULE": CELLAR}
+
+
+@pytest.fixture(scope="module")
+def kernel() -> str:
+    return ensure_kernel()
+
+
+def printed(notebook: Path) -> str:
+    """The text a headless notebook printed."""
+    cells = json.loads(notebook.read_text())["cells"]
+    return "".join("".join(o.get("text", "")) for c in cells for o in c.get("outputs", []))
+
+
+def test_01_tours_a_user_env_and_its_knob_with_the_users_hack_term(kernel, tmp_path):
+    params = dict(
+        USER_ENV, OTHER_ENV=None, N_TASKS=4, DETOURS=[0.0, 1.0], EPS_VALUES=[0.0, 1.0], MAX_STEPS=20
+    )
+    params |= {"HACK": "wander", "RUN_DIR": str(tmp_path / "run")}
+    results = execute("01_environments_and_rewards", kernel, tmp_path, **params)
+    # the expert escapes; the generic progress reward pays key + door, the potential's whole change
+    assert results["cellar_expert_won"] == 1.0 and 3 <= results["cellar_expert_steps"] <= 20
+    assert results["cellar_progress_return"] == pytest.approx(2.0)
+    assert results["cellar_wander_return"] == pytest.approx(0.5 * (results["cellar_expert_steps"] - 3))
+    assert not any(key.startswith("webshop_") for key in results)  # OTHER_ENV None: the user env alone
+    assert (results["knob_base"], results["knob_hack"]) == ("progress", "wander")
+    assert results["n_episodes"] == 8 and 0 < results["success_rate"] < 1
+    # walking pays under the hackable term: the random walker outranks the expert once eps is 1
+    assert results["tau_aligned"] > results["tau_misaligned"]
+    assert set(results["tau_by_eps"]) == {"0.0", "1.0"}
+    assert (tmp_path / "run" / "misalignment_knob.html").is_file()
+    assert "cellar_env.py registers ['cellar']" in printed(tmp_path / "01_environments_and_rewards.ipynb")
+
+
+def test_01_skips_the_knob_for_an_env_without_the_hack_term_and_says_why(kernel, tmp_path):
+    params = dict(USER_ENV, OTHER_ENV=None, N_TASKS=1, DETOURS=[0.0], EPS_VALUES=[0.0, 1.0], MAX_STEPS=20)
+    results = execute(
+        "01_environments_and_rewards", kernel, tmp_path, **params, RUN_DIR=str(tmp_path / "run")
+    )
+    assert results["knob_hack"] is None and results["tau_by_eps"] == {} and results["tau_aligned"] is None
+    assert results["cellar_expert_won"] == 1.0 and results["n_episodes"] == 1
+    shown = printed(tmp_path / "01_environments_and_rewards.ipynb")
+    assert "no misalignment study: env 'cellar' has no process reward 'hack'" in shown
+    assert "@register_process_reward('cellar', 'hack')" in shown
+    assert not (tmp_path / "run" / "misalignment_knob.html").exists()  # no knob, no figure
