@@ -1,7 +1,8 @@
 """Text environments behind one protocol: ``make_env``, ``list_tasks``, ``register_env``,
-``load_env_module``."""
+``load_env_module``, and ``check_env`` to check that an env keeps the protocol."""
 
 from rspo_kit.envs.base import EpisodeOverError, Observation, StepResult, Task, TextEnv, normalize_command
+from rspo_kit.envs.check import EnvCheckError, EnvCheckReport, check_env
 from rspo_kit.envs.registry import (
     SPLITS,
     EnvModuleError,
@@ -19,6 +20,8 @@ from rspo_kit.envs.registry import (
 
 __all__ = [
     "SPLITS",
+    "EnvCheckError",
+    "EnvCheckReport",
     "EnvModuleError",
     "EpisodeOverError",
     "Observation",
@@ -26,6 +29,7 @@ __all__ = [
     "Task",
     "TextEnv",
     "UnknownEnvError",
+    "check_env",
     "env_memory",
     "list_tasks",
     "load_env_module",

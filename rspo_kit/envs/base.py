@@ -2,8 +2,12 @@
 
 An environment turns any string into a step: model output is untrusted text, so ``step`` never raises
 on it. Unknown or malformed actions leave the state unchanged and come back with ``valid=False``.
-``info["progress"]`` is the env's own subgoal state (what process rewards read) and
-``info["anchor"]`` a history-free key of the state (equal states, equal anchors: GiGPO's step groups).
+``info["progress"]`` is the env's own subgoal state (what process rewards read: a dict of numbers) and
+``info["anchor"]`` a history-free, hashable key of the state (equal states, equal anchors: GiGPO's
+step groups). Every ``StepResult.info`` carries both for the state after the step; the state right
+after ``reset`` comes from the env's optional ``info`` attribute (``state_info``). An env without one,
+or a result without a key, gets the defaults: no progress, and the observation's text as the anchor.
+``rspo_kit.envs.check_env`` checks all of this on a given env.
 """
 
 from __future__ import annotations
@@ -43,15 +47,51 @@ class StepResult:
 
 @runtime_checkable
 class TextEnv(Protocol):
-    """What ``make_env`` returns. Any object with these methods plugs into rspo_kit."""
+    """What ``make_env`` returns. Any object with these methods plugs into rspo_kit.
 
-    def reset(self, task: Task) -> Observation: ...
+    Optional: an ``info`` attribute (a property, typically) holding ``{"progress": ..., "anchor": ...}``
+    of the current state, read right after ``reset``; the first step's anchor and progress-before come
+    from it. Give one when ``step`` reports progress or an anchor: without it the first step has
+    empty progress and the observation's text as its anchor (``state_info``), which then differs from
+    the anchor ``step`` gives the same state later. Not a protocol member, so that an env without it
+    still passes ``isinstance(env, TextEnv)``.
+    """
 
-    def step(self, action: str) -> StepResult: ...
+    def reset(self, task: Task) -> Observation:
+        """Start ``task``; the first observation (text, admissible actions, the task's instruction)."""
+        ...
 
-    def admissible_actions(self) -> list[str]: ...
+    def step(self, action: str) -> StepResult:
+        """Apply any text; never raises on it (an action not understood: ``valid=False``)."""
+        ...
 
-    def expert_action(self) -> str | None: ...
+    def admissible_actions(self) -> list[str]:
+        """The actions that are valid now (non-empty strings); what ``Observation.admissible`` lists."""
+        ...
+
+    def expert_action(self) -> str | None:
+        """A demonstrator's next action, which wins the task within the env's step cap; None after
+        the episode ended."""
+        ...
+
+
+def state_info(info: Mapping[str, Any] | None, obs: Observation) -> dict[str, Any]:
+    """``info`` with the protocol's two keys, defaulting those it lacks: ``progress`` to ``{}`` and
+    ``anchor`` to the observation's text (a state's own text is history-free in most text envs).
+
+    >>> state_info({"progress": {"digits": 1}}, Observation("Click.", (), ""))
+    {'progress': {'digits': 1}, 'anchor': 'Click.'}
+    """
+    out = dict(info) if isinstance(info, Mapping) else {}
+    out.setdefault("progress", {})
+    out.setdefault("anchor", obs.text)
+    return out
+
+
+def reset_info(env: TextEnv, obs: Observation) -> dict[str, Any]:
+    """Progress and anchor of the state ``reset`` returned ``obs`` for: the env's ``info`` attribute
+    where it has one, with ``state_info``'s defaults."""
+    return state_info(getattr(env, "info", None), obs)
 
 
 class EpisodeOverError(RuntimeError):

@@ -8,7 +8,9 @@ within ``timeout_s``, is killed and restarted; every episode it held ends as a f
 worker's exit code or signal) and the rest of the batch carries on. An exception raised inside one
 env (``SystemExit`` included), or a ``reset``/``step`` that returns something other than an
 ``Observation``/``StepResult`` (``None``, say), ends only that env's episode, the same way, with the
-traceback or what was returned as its ``info["error"]``.
+traceback or what was returned as its ``info["error"]``. ``reset_info`` holds each slot's progress and
+anchor after ``reset``, and every step's info has both (``rspo_kit.envs.base.state_info``'s defaults
+where the env gives none).
 
 ``n_workers=0`` runs everything in this process (same API; handy in tests and for fast engines).
 There each env call gets ``timeout_s`` too, enforced with ``SIGALRM`` on the main thread: it stops
@@ -22,6 +24,7 @@ same fault ends one worker and its episodes say ``worker 0 lost (exit code 3)``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import multiprocessing as mp
 import pickle
@@ -32,7 +35,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rspo_kit.envs.base import Observation, StepResult, Task, TextEnv
+from rspo_kit.envs.base import Observation, StepResult, Task, TextEnv, reset_info, state_info
 from rspo_kit.envs.registry import _entry
 
 _CRASH_TEXT = "The environment crashed; the episode ends as a failure."
@@ -120,6 +123,14 @@ def _checked(env: TextEnv, method: str, value: Any, kind: type) -> Any:
     return value
 
 
+def _with_state_info(result: StepResult) -> StepResult:
+    """``result`` with the protocol's defaults for a missing progress or anchor (``state_info``); the
+    same object when it has both."""
+    if "progress" in result.info and "anchor" in result.info:
+        return result
+    return dataclasses.replace(result, info=state_info(result.info, result.obs))
+
+
 class _Slots:
     """The envs of one worker, keyed by slot. Runs in the worker, or in-process for n_workers=0 where
     each env call runs under ``timeout_s``."""
@@ -136,12 +147,13 @@ class _Slots:
             if slot not in self.envs:
                 self.envs[slot] = self.make(**self.kwargs)
             env = self.envs[slot]
-            return _checked(env, "reset", env.reset(item[1]), Observation), dict(getattr(env, "info", {}))
+            obs = _checked(env, "reset", env.reset(item[1]), Observation)
+            return obs, reset_info(env, obs)
         if slot not in self.envs:  # its env failed before, or this worker is a restarted one
             raise LookupError(f"slot {slot} has no running episode")
         env = self.envs[slot]
         if op == "step":
-            return _checked(env, "step", env.step(item[1]), StepResult)
+            return _with_state_info(_checked(env, "step", env.step(item[1]), StepResult))
         if op == "expert":
             return env.expert_action()
         raise ValueError(f"unknown op {op!r}")
