@@ -64,3 +64,37 @@ def test_01_skips_the_knob_for_an_env_without_the_hack_term_and_says_why(kernel,
     assert "no misalignment study: env 'cellar' has no process reward 'hack'" in shown
     assert "@register_process_reward('cellar', 'hack')" in shown
     assert not (tmp_path / "run" / "misalignment_knob.html").exists()  # no knob, no figure
+
+
+def test_02_samples_steps_by_hand_and_a_group_in_a_user_env(kernel, tmp_path):
+    params = dict(USER_ENV, N_STEPS=2, GROUP_SIZE=2, MAX_STEPS=6)
+    results = execute("02_trajectory_sampling", kernel, tmp_path, **params)
+    assert results["prompt_tokens"] > 0 and results["n_candidates"] >= 3  # look and two ways, at least
+    assert results["probs_sum"] == pytest.approx(1.0, abs=1e-5)
+    assert results["manual_steps"] == 2 and 0 < results["mean_chosen_prob"] <= 1  # no escape in 2 steps
+    assert results["group_size"] == 2 and 1 <= results["mean_episode_steps"] <= 6
+    assert results["process_reward"] == "progress"  # the cellar has no subgoal reward: the generic one
+    assert results["logprob_recompute_error"] < 1e-4
+    shown = printed(tmp_path / "02_trajectory_sampling.ipynb")
+    assert "Find the key and escape the cellar." in shown and "   progress: {'key': " in shown
+    assert "Queries:" not in shown  # never another env's memory (WebShop's) in the prompt
+
+
+# ------------------------------------------------------------------- the library pieces they call
+def test_a_step_by_hand_writes_the_text_of_a_sampled_template():
+    import torch
+
+    from rspo_kit.experiments.step_by_hand import sample_action, score_candidates
+    from rspo_kit.policy.prompts import EpisodeContext
+    from rspo_kit.policy.rollout import Policy
+
+    torch.set_num_threads(1)
+    policy = Policy.load("tiny", seed=0)
+    policy.search_query = "generate"  # the template is scored as "search[" and the model writes the query
+    context = EpisodeContext(
+        "webshop", "a red mug under 20 dollars", "WebShop [SEP] Search", ("search[...]",)
+    )
+    scores = score_candidates(policy, context)
+    assert scores.actions == ["search[...]"] and float(scores.probs.sum()) == pytest.approx(1.0)
+    k, action = sample_action(policy, scores, torch.Generator().manual_seed(0))
+    assert k == 0 and action.startswith("search[") and action.endswith("]") and action != "search[...]"
