@@ -192,3 +192,97 @@ def test_evaluate_reports_a_damaged_policy_folder_in_one_line(tmp_path, capsys):
     assert main(["--policy", str(folder), "--env", "chain-4x2", "--n", "2"]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "\n" not in err and str(folder) in err
+
+
+# ------------------------------------------------------------------------------ --env-module
+USER_ENV = """
+from rspo_kit.envs import make_env, register_env, list_tasks
+
+register_env("cli-chain", make=lambda **kw: make_env("chain-4x2", **kw), list_tasks=lambda split: list_tasks("chain-4x2", split))
+"""
+
+
+@pytest.fixture(scope="module")
+def user_module(tmp_path_factory):
+    """A user's env module outside rspo_kit, one file for all tests (an env registers once)."""
+    path = tmp_path_factory.mktemp("user") / "cli_user_env.py"
+    path.write_text(USER_ENV)
+    return str(path)
+
+
+def one_line_error(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    return err
+
+
+def test_train_imports_the_env_module_and_keeps_it_in_the_config(runs, user_module):
+    assert cli.main(["--env-module", user_module, "--env", "cli-chain", "--algo", "grpo"]) == 0
+    (cfg,) = runs
+    assert (cfg.env.name, cfg.env.module) == ("cli-chain", user_module)
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--env", "no-such-env"], ["unknown env 'no-such-env'", "--env-module", "ENV_MODULE"]),
+        (["--env-module", "no_such_env_module"], ["cannot import env module 'no_such_env_module'"]),
+        (["--env", "no-such-env", "env.module=no_such_env_module"], ["'no_such_env_module'"]),
+    ],
+)
+def test_train_names_an_unknown_env_or_module_in_one_line_before_any_run(runs, capsys, argv, words):
+    assert cli.main(argv) == 2
+    err = one_line_error(capsys)
+    assert runs == [] and all(word in err for word in words)
+
+
+def test_play_and_evaluate_take_the_env_module(user_module, tmp_path, capsys):
+    from rspo_kit.envs.play import main as play
+    from rspo_kit.evaluate.__main__ import main as evaluate
+
+    out = tmp_path / "runs"
+    argv = [
+        "--env-module",
+        user_module,
+        "--env",
+        "cli-chain",
+        "--n",
+        "2",
+        "--workers",
+        "0",
+        "--out",
+        str(out),
+    ]
+    assert play(argv) == 0
+    assert "expert policy on cli-chain eval (2 tasks" in capsys.readouterr().out
+    assert play(["--env", "no-such-env"]) == 2 and "--env-module" in one_line_error(capsys)
+    assert play(["--env-module", str(tmp_path / "nope.py")]) == 2 and "nope.py" in one_line_error(capsys)
+    # the env is checked before the policy loads: no policy folder is needed to hear about it
+    assert evaluate(["--policy", str(tmp_path / "none"), "--env", "no-such-env"]) == 2
+    assert "unknown env 'no-such-env'" in one_line_error(capsys)
+    assert evaluate(["--policy", "x", "--env-module", "no_such_env_module", "--env", "cli-chain"]) == 2
+    assert "no_such_env_module" in one_line_error(capsys)
+
+
+def test_sweep_passes_the_env_module_to_every_cell(user_module, tmp_path, monkeypatch, capsys):
+    import pandas as pd
+
+    from rspo_kit.experiments import sweep
+
+    given = {}
+
+    def fake_run_sweep(notebook, grid, out, *, parameters, **kwargs):
+        given.update(parameters)
+        return []
+
+    table = pd.DataFrame()
+    table.attrs.update(finished=0, cells=0)
+    monkeypatch.setattr(sweep, "run_sweep", fake_run_sweep)
+    monkeypatch.setattr(sweep, "aggregate", lambda out: table)
+    argv = ["nb.ipynb", "--grid", '{"seed": [0]}', "--out", str(tmp_path / "out"), "-p", "ENV", "cli-chain"]
+    assert sweep.main([*argv, "--env-module", user_module]) == 0
+    assert given == {"ENV": "cli-chain", "ENV_MODULE": user_module}
+    given.clear()
+    assert sweep.main(argv) == 0 and "ENV_MODULE" not in given  # only when given
+    assert sweep.main([*argv, "--env-module", "no_such_env_module"]) == 2
+    assert "cannot import env module 'no_such_env_module'" in one_line_error(capsys)

@@ -148,3 +148,115 @@ def test_a_small_train_split_holds_out_a_fifth(lock_env):
     register_lock()  # "dial": 8 train tasks
     assert valid_start("dial") == 7
     assert list_tasks("dial", split="valid") == list_tasks("dial", split="train")[7:]
+
+
+# ------------------------------------------------------------------ loading a user's env module
+USER_MODULE = """
+from rspo_kit.envs import Task, make_env, register_env
+
+
+class Memory:
+    pass
+
+
+def tasks(split):
+    return [Task("{name}", f"{name}/{{i}}", split, meta=t.meta) for i, t in enumerate(list_chain(split))]
+
+
+def list_chain(split):
+    from rspo_kit.envs import list_tasks
+
+    return list_tasks("chain-4x2", split, n=2)
+
+
+register_env("{name}", make=lambda **kw: make_env("chain-4x2", **kw), list_tasks=tasks, memory=Memory)
+register_env("{name}-b", make=lambda **kw: make_env("chain-4x2", **kw), list_tasks=tasks)
+"""
+
+
+def write_module(folder: Path, module: str, env: str) -> Path:
+    path = folder / f"{module}.py"
+    path.write_text(USER_MODULE.format(name=env))
+    return path
+
+
+def test_an_env_module_loads_by_dotted_name_once(tmp_path, monkeypatch):
+    from rspo_kit.envs import env_memory, load_env_module
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    write_module(tmp_path, "user_envs_dotted", "dotted")
+    assert load_env_module("user_envs_dotted") == ["dotted", "dotted-b"]
+    assert load_env_module("user_envs_dotted") == ["dotted", "dotted-b"]  # imported once, same answer
+    assert [t.id for t in list_tasks("dotted", "eval")] == ["dotted/0", "dotted/1"]
+    assert env_memory("dotted").__name__ == "Memory" and env_memory("dotted-b") is None
+    assert env_memory("chain-4x2") is None and env_memory("no-such-env") is None
+
+
+def test_an_env_module_loads_by_path_and_by_name_without_registering_twice(tmp_path, monkeypatch):
+    from rspo_kit.envs import load_env_module
+
+    path = write_module(tmp_path, "user_envs_path", "by-path")
+    assert load_env_module(str(path)) == ["by-path", "by-path-b"]
+    assert load_env_module(str(tmp_path / ".." / tmp_path.name / "user_envs_path.py")) == [
+        "by-path",
+        "by-path-b",
+    ]
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert load_env_module("user_envs_path") == ["by-path", "by-path-b"]  # the module the file became
+    assert make_env("by-path").reset(list_tasks("by-path", "eval")[0]).text
+
+
+def test_an_env_module_that_fails_or_registers_nothing_says_so(tmp_path, monkeypatch):
+    from rspo_kit.envs import EnvModuleError, load_env_module
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "user_envs_none.py").write_text("x = 1\n")
+    (tmp_path / "user_envs_broken.py").write_text("import no_such_dependency\n")
+    with pytest.raises(
+        EnvModuleError, match=r"^env module 'user_envs_none' registered no env: call register_env"
+    ):
+        load_env_module("user_envs_none")
+    with pytest.raises(
+        EnvModuleError,
+        match=r"^cannot import env module 'user_envs_broken': ModuleNotFoundError: No module named 'no_such_dependency'",
+    ):
+        load_env_module("user_envs_broken")
+    with pytest.raises(EnvModuleError, match="does not exist"):
+        load_env_module(str(tmp_path / "missing.py"))
+
+
+def test_an_unknown_env_says_how_to_register_one():
+    with pytest.raises(KeyError) as caught:
+        make_env("no-such-env")
+    message = str(caught.value)
+    assert message.startswith("unknown env 'no-such-env'; registered envs: [")
+    for door in ("--env-module", "ENV_MODULE", "load_env_module", "'rspo_kit.envs'"):
+        assert door in message
+
+
+def test_installed_entry_points_load_once_before_a_name_fails(tmp_path, monkeypatch):
+    import importlib.metadata
+
+    import rspo_kit.envs.registry as registry
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    write_module(tmp_path, "user_envs_installed", "installed")
+    points = [
+        importlib.metadata.EntryPoint("installed", "user_envs_installed", registry.ENTRY_POINT_GROUP),
+        importlib.metadata.EntryPoint("broken", "user_envs_no_such_module", registry.ENTRY_POINT_GROUP),
+    ]
+    asked = []
+
+    def entry_points(group):
+        asked.append(group)
+        return points
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+    monkeypatch.setattr(registry, "_entry_points_loaded", False)
+    monkeypatch.setattr(registry, "_entry_point_failures", [])
+    assert list_tasks("installed", "eval", n=1)[0].id == "installed/0"
+    with pytest.raises(
+        KeyError, match=r"entry points that failed to load: broken = user_envs_no_such_module"
+    ):
+        make_env("still-unknown")
+    assert asked == [registry.ENTRY_POINT_GROUP]  # loaded once, not again for the second name

@@ -110,58 +110,64 @@ class _Failures:
 
 
 # ------------------------------------------------------------------------------------ type checks
-def _progress_problem(progress: Any) -> str | None:
-    if not isinstance(progress, Mapping):
-        return f"info['progress'] is a {type(progress).__name__}, not a dict of numbers"
-    bad = {k: v for k, v in progress.items() if not isinstance(v, numbers.Real)}
-    return f"info['progress'] has values that are not numbers: {bad!r:.200}" if bad else None
+Problem = tuple[str, str]  # (the check broken, what is wrong)
 
 
-def _state_problems(info: Any) -> list[str]:
+def _state_problems(info: Any, where: str) -> list[Problem]:
     """What is wrong with a state's info: not a dict, progress not numbers, anchor not hashable."""
     if not isinstance(info, Mapping):
-        return [f"info is a {type(info).__name__}, not a dict"]
-    problems = [p for p in [_progress_problem(info.get("progress", {}))] if p]
+        return [("info type", f"{where} is a {type(info).__name__}, not a dict")]
+    problems = []
+    progress = info.get("progress", {})
+    if not isinstance(progress, Mapping):
+        problems.append(("progress type", f"{where}: progress is a {type(progress).__name__}, not a dict"))
+    elif bad := {k: v for k, v in progress.items() if not isinstance(v, numbers.Real)}:
+        problems.append(("progress type", f"{where}: progress has values that are not numbers: {bad!r:.200}"))
     if not isinstance(info.get("anchor", ""), Hashable):
-        problems.append(f"info['anchor'] is a {type(info['anchor']).__name__}, which is not hashable")
+        anchor_type = type(info["anchor"]).__name__
+        problems.append(("anchor type", f"{where}: anchor is a {anchor_type}, which is not hashable"))
     return problems
 
 
-def _observation_problems(obs: Any, what: str) -> list[str]:
+def _observation_problems(obs: Any, where: str) -> list[Problem]:
     if not isinstance(obs, Observation):
-        return [f"{what} is {obs!r:.120}, not an Observation"]
+        return [("observation type", f"{where} is {obs!r:.120}, not an Observation")]
     problems = [
-        f"{what}.{name} is not a str"
+        ("observation type", f"{where}.{name} is not a str")
         for name in ("text", "instruction")
         if not isinstance(getattr(obs, name), str)
     ]
     if not isinstance(obs.admissible, tuple) or not all(isinstance(a, str) for a in obs.admissible):
-        problems.append(f"{what}.admissible is {obs.admissible!r:.120}, not a tuple of str")
+        problems.append(
+            ("observation type", f"{where}.admissible is {obs.admissible!r:.120}, not a tuple of str")
+        )
     return problems
 
 
-def _result_problems(result: Any) -> list[str]:
+def _result_problems(result: Any) -> list[Problem]:
     """What is wrong with what ``step`` returned; empty for a well-formed ``StepResult``."""
     if not isinstance(result, StepResult):
-        return [f"step returned {result!r:.120}, not a StepResult"]
+        return [("step type", f"step returned {result!r:.120}, not a StepResult")]
     problems = _observation_problems(result.obs, "StepResult.obs")
     problems += [
-        f"StepResult.{name} is {getattr(result, name)!r:.40}, not a bool"
+        ("step type", f"StepResult.{name} is {getattr(result, name)!r:.40}, not a bool")
         for name in ("done", "won", "valid")
         if not isinstance(getattr(result, name), bool)
     ]
     if not isinstance(result.score, numbers.Real):
-        problems.append(f"StepResult.score is {result.score!r:.60}, not a number")
-    return problems + [f"StepResult.{p}" for p in _state_problems(result.info)]
+        problems.append(("step type", f"StepResult.score is {result.score!r:.60}, not a number"))
+    return problems + _state_problems(result.info, "StepResult.info")
 
 
-def _admissible_problems(actions: Any) -> list[str]:
+def _admissible_problems(actions: Any) -> list[Problem]:
     if not isinstance(actions, Sequence) or isinstance(actions, str):
-        return [f"admissible_actions() returned {actions!r:.120}, not a list of str"]
+        return [("admissible", f"admissible_actions() returned {actions!r:.120}, not a list of str")]
     if not actions:
-        return ["admissible_actions() is empty while the episode runs"]
+        return [("admissible", "admissible_actions() is empty while the episode runs")]
     bad = [a for a in actions if not isinstance(a, str) or not a.strip()]
-    return [f"admissible_actions() holds empty or non-str actions: {bad!r:.120}"] if bad else []
+    return (
+        [("admissible", f"admissible_actions() holds empty or non-str actions: {bad!r:.120}")] if bad else []
+    )
 
 
 # --------------------------------------------------------------------------------------- episodes
@@ -197,10 +203,10 @@ class _Episode:
         ok, info = self.call("info", _info_of, self.env) if ok else (False, None)
         problems = _observation_problems(obs, "reset's result") if ok else []
         if info is not None:
-            problems += [f"env.info after reset: {p}" for p in _state_problems(info)]
+            problems += _state_problems(info, "env.info after reset")
         self.has_info = info is not None
-        for problem in problems:
-            self.fail("types", problem)
+        for check, problem in problems:
+            self.fail(check, problem)
         if not ok or not isinstance(obs, Observation):
             self.broken = True
             return False
@@ -212,8 +218,8 @@ class _Episode:
         """``admissible_actions()`` of the running episode, checked; None where it failed."""
         ok, actions = self.call("admissible", self.env.admissible_actions)
         problems = _admissible_problems(actions) if ok else []
-        for problem in problems:
-            self.fail("admissible", problem)
+        for check, problem in problems:
+            self.fail(check, problem)
         return None if not ok or problems else list(actions)
 
     def step(self, action: str, check: str) -> StepResult | None:
@@ -221,8 +227,8 @@ class _Episode:
         self.step_no += 1
         ok, result = self.call(check, self.env.step, action)
         problems = _result_problems(result) if ok else []
-        for problem in problems:
-            self.fail("types", problem)
+        for check, problem in problems:
+            self.fail(check, problem)
         if not ok or problems:
             self.broken = True
             return None
