@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 from typing import get_args
 
@@ -216,8 +217,9 @@ def one_line_error(capsys) -> str:
     return err
 
 
-def test_train_imports_the_env_module_and_keeps_it_in_the_config(runs, user_module):
-    assert cli.main(["--env-module", user_module, "--env", "cli-chain", "--algo", "grpo"]) == 0
+def test_train_imports_the_env_module_and_keeps_it_in_the_config(runs, user_module, monkeypatch):
+    monkeypatch.chdir(Path(user_module).parent)  # a file given relative to here is kept by its full path
+    assert cli.main(["--env-module", "cli_user_env.py", "--env", "cli-chain", "--algo", "grpo"]) == 0
     (cfg,) = runs
     assert (cfg.env.name, cfg.env.module) == ("cli-chain", user_module)
 

@@ -204,6 +204,17 @@ def _load_one(spec: str) -> list[str]:
     return names
 
 
+def portable_env_module(spec: str) -> str:
+    """``spec`` as a run's config or a sweep's cells keep it: files by their absolute paths (a
+    resumed run or a notebook may start elsewhere), dotted names as they are; commas kept.
+
+    >>> portable_env_module("mypkg.envs")
+    'mypkg.envs'
+    """
+    parts = [part.strip() for part in spec.split(",") if part.strip()]
+    return ",".join(str(Path(part).resolve()) if _is_file_spec(part) else part for part in parts)
+
+
 ENV_MODULE_HELP = (
     "import this module first (a dotted name or a .py file; repeatable): its register_env calls make "
     "its envs available to --env"

@@ -66,7 +66,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rspo_kit.envs.registry import ENV_MODULE_HELP, EnvModuleError, load_env_modules
+from rspo_kit.envs.registry import ENV_MODULE_HELP, EnvModuleError, load_env_modules, portable_env_module
 from rspo_kit.paths import atomic_write_text
 from rspo_kit.records.files import read_json
 from rspo_kit.records.metrics import METRICS_FILE
@@ -921,7 +921,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if args.env_module:
-        parameters["ENV_MODULE"] = ",".join(args.env_module)
+        parameters["ENV_MODULE"] = portable_env_module(",".join(args.env_module))  # cells run elsewhere
     try:
         check_config_fields({**parameters, **{k: None for k in grid}})
         if args.reference_run:

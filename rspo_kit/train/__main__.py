@@ -33,6 +33,7 @@ from rspo_kit.envs.registry import (
     UnknownEnvError,
     load_env_module,
     load_env_modules,
+    portable_env_module,
     require_env,
 )
 from rspo_kit.train.config import PRESETS, VARIANTS, Algo, RunConfig, preset
@@ -87,7 +88,7 @@ def parser() -> argparse.ArgumentParser:
 def config(args: argparse.Namespace) -> RunConfig:
     """The run's config: the preset, then every override in order; ValueError names what is wrong."""
     cfg = preset(args.preset, env=args.env, algo=args.algo, swap=args.swap, seed=args.seed)
-    modules = [f"env.module={','.join(args.env_module)}"] if args.env_module else []
+    modules = [f"env.module={portable_env_module(','.join(args.env_module))}"] if args.env_module else []
     for item in [*modules, *getattr(args, "swap_overrides", []), *args.overrides]:
         key, sep, value = item.partition("=")
         if not sep:
