@@ -14,14 +14,15 @@ why) instead of failing.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 
 from rspo_kit.envs import Task, TextEnv, list_tasks, make_env
+from rspo_kit.envs.base import reset_info, state_info
 from rspo_kit.rewards import (
     PROCESS_REWARDS,
     ProcessReward,
@@ -65,12 +66,6 @@ ENV_FAMILY_NOTES = {
 }
 
 
-def reset_progress(env: TextEnv) -> dict[str, Any]:
-    """The progress an env's last ``reset`` left in ``env.info`` (as the batch runner reads it); ``{}``
-    for an env that keeps none."""
-    return dict(dict(getattr(env, "info", None) or {}).get("progress", {}))
-
-
 def describe_env(name: str, split: str = "eval") -> str:
     """A paragraph on env ``name``: its note where one is registered, then what its protocol shows
     (tasks, first observation, actions, the expert's first move, the progress it counts)."""
@@ -88,7 +83,7 @@ def describe_env(name: str, split: str = "eval") -> str:
         f"task {tasks[0].id}: {obs.instruction}",
         f"first observation: {obs.text[:300]}",
         f"{len(obs.admissible)} admissible actions: {shown}; the expert starts with {env.expert_action()!r}",
-        f"progress counted: {reset_progress(env) or 'nothing at reset'}",
+        f"progress counted: {reset_info(env, obs)['progress'] or 'nothing at reset'}",
     ]
     close = getattr(env, "close", None)
     if close is not None:
@@ -134,12 +129,14 @@ def play_episode(
     """
     rng = rng or random.Random(0)
     obs = env.reset(task)
-    start, actions, results = reset_progress(env), [], []
+    start, actions, results = reset_info(env, obs)["progress"], [], []
     while len(actions) < max_steps and not (results and results[-1].done):
         options = [a for a in obs.admissible if a not in TEMPLATES] or ["look"]
         expert = env.expert_action() if rng.random() >= p_detour else None
         actions.append(expert or rng.choice(options))
-        results.append(env.step(actions[-1]))
+        result = env.step(actions[-1])
+        # a result without progress or anchor gets the protocol's defaults, as the batch runner gives them
+        results.append(dataclasses.replace(result, info=state_info(result.info, result.obs)))
         obs = results[-1].obs
     if not results:
         return Episode([], [], False, 0.0)
