@@ -127,9 +127,11 @@ def _entry(name: str) -> EnvEntry:
     return _REGISTRY[name]
 
 
-def _file_of(module: object) -> Path | None:
+def _file_of(module: object, name: str) -> Path | None:
+    """A module's source file, resolved, if its file name is ``name`` (resolving every module's
+    path would touch the disk thousands of times)."""
     file = getattr(module, "__file__", None)
-    return Path(file).resolve() if isinstance(file, str) else None
+    return Path(file).resolve() if isinstance(file, str) and Path(file).name == name else None
 
 
 def _module_from_file(path: Path) -> str:
@@ -143,7 +145,8 @@ def _module_from_file(path: Path) -> str:
         return _LOADED_FILES[path]
     if not path.is_file():
         raise EnvModuleError(f"env module file {str(path)!r} does not exist")
-    imported = next((m.__name__ for m in list(sys.modules.values()) if _file_of(m) == path), None)
+    modules = list(sys.modules.values())
+    imported = next((m.__name__ for m in modules if _file_of(m, path.name) == path), None)
     if imported is not None:  # imported already by its dotted name: importing it twice re-registers
         return imported
     name = path.stem if path.stem.isidentifier() and path.stem not in sys.modules else None
