@@ -89,6 +89,7 @@ CONFIG_KEYS = {
     "seed": "train.seed",
     "SEED": "train.seed",
     "ENV": "env.name",
+    "ENV_MODULE": "env.module",
     "ITERATIONS": "train.iterations",
     "LR": "algo.lr",
     "GROUP_SIZE": "algo.group_size",
