@@ -110,3 +110,13 @@ def test_03_swaps_rewards_on_a_user_env_with_the_generic_progress_reward(kernel,
     assert results["relabel_error"] == 0.0  # the actor saw outcome rewards only
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["env"]["name"] == "cellar" and config["env"]["module"] == CELLAR
+
+
+def test_04_trains_plain_on_a_user_env_whose_module_goes_into_the_config(kernel, tmp_path):
+    run_dir = tmp_path / "run"
+    params = dict(USER_ENV, PRESET="smoke", VARIANT="plain", ITERATIONS=1, RUN_DIR=str(run_dir))
+    results = execute("04_training", kernel, tmp_path, **params, OVERRIDES={"train.final_eval_n": 2})
+    assert results["iterations"] == 1 and results["env_steps"] > 0 and results["variant"] == "plain"
+    assert 0 <= results["final_success"] <= 1
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["env"]["name"] == "cellar" and config["env"]["module"] == CELLAR
