@@ -76,6 +76,25 @@ class ProgressPotential:
             raise KeyError(f"progress key {self.key!r} is not in info['progress'] (keys: {sorted(progress)})")
         return float(progress[self.key])
 
+    def check(self, progress: Mapping[str, Any]) -> None:
+        """A ValueError where ``progress`` (an env's ``info["progress"]``) gives this reward nothing to
+        read: the declared key missing or not a number, or no number at all; it would pay 0 forever.
+
+        >>> ProgressPotential().check({"room": "hall"})
+        Traceback (most recent call last):
+        ValueError: the generic 'progress' reward reads the numbers of info['progress'], and {'room': 'hall'} holds none
+        """
+        if self.key is not None and not _is_number(progress.get(self.key)):
+            raise ValueError(
+                f"the generic 'progress:{self.key}' reward reads info['progress'][{self.key!r}], "
+                f"which is not a number in {dict(progress)!r}"
+            )
+        if self.key is None and not any(_is_number(v) for v in progress.values()):
+            raise ValueError(
+                f"the generic 'progress' reward reads the numbers of info['progress'], and {dict(progress)!r} "
+                "holds none"
+            )
+
     def __call__(
         self,
         progress_before: Mapping[str, float],
@@ -131,8 +150,10 @@ def process_reward(name: str, *, env: str) -> ProcessReward:
     generic = _generic(name)
     if generic is not None:
         return generic
-    has = f"it has {sorted(by_name)}" if by_name else (
-        f"it has none (envs with process rewards: {sorted(PROCESS_REWARDS)})"
+    has = (
+        f"it has {sorted(by_name)}"
+        if by_name
+        else (f"it has none (envs with process rewards: {sorted(PROCESS_REWARDS)})")
     )
     raise KeyError(
         f"no process reward {name!r} for env {env!r}; {has}. Register one with "

@@ -49,7 +49,7 @@ import pandas as pd
 import torch
 
 from rspo_kit.envs.batch import BatchRunner
-from rspo_kit.envs.registry import list_tasks, valid_start
+from rspo_kit.envs.registry import list_tasks, make_env, valid_start
 from rspo_kit.policy.adapters import ActorExplorer
 from rspo_kit.policy.evaluate import EvalResult, evaluate
 from rspo_kit.policy.models import weights_digest
@@ -59,6 +59,7 @@ from rspo_kit.records.files import read_record
 from rspo_kit.records.metrics import METRICS_FILE
 from rspo_kit.records.start import write_start
 from rspo_kit.rewards.outcome import OutcomeConfig
+from rspo_kit.rewards.process import GENERIC_REWARD, ProcessReward, ProgressPotential
 from rspo_kit.rewards.signals import RewardModel
 from rspo_kit.swap import ReplayBuffer, derive_explorer, reward_swap
 from rspo_kit.timing import timer
@@ -69,8 +70,8 @@ from rspo_kit.train.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from rspo_kit.train.config import AlgoConfig, RunConfig, variant_of
-from rspo_kit.train.setup import initial_policy
+from rspo_kit.train.config import AlgoConfig, RunConfig, process_reward_use, variant_of
+from rspo_kit.train.setup import initial_policy, load_run_env
 from rspo_kit.train.update import Learner, UpdateBatch, update
 
 EVENTS = ("on_rollout_end", "on_swap", "on_update_end", "on_eval", "on_checkpoint")
@@ -134,13 +135,78 @@ def _check_splits(cfg: RunConfig) -> None:
                 raise ValueError(f"train.{name}: {cfg.env.name} has no tasks in split {split!r}")
 
 
+def _reward_model(cfg: RunConfig, process: str | None = None) -> RewardModel:
+    """The run's rewards; ``process`` replaces ``reward.process`` and its misalignment knob."""
+    r = cfg.reward
+    outcome = OutcomeConfig(r.outcome_mode, r.invalid_penalty)
+    if process is not None:
+        return RewardModel.build(cfg.env.name, outcome, process, 0.0, r.mix_lambda)
+    return RewardModel.build(cfg.env.name, outcome, r.process, r.misalign_eps, r.mix_lambda)
+
+
+def _run_rewards(cfg: RunConfig) -> RewardModel:
+    """``_reward_model``; a run that trains on the outcome alone (``process_reward_use`` None) in an env
+    without ``reward.process`` gets the generic ``progress`` reward, which only its metrics read
+    (``*/process_return``, ``swap/process_outcome_tau``, the turn table), with a warning saying so."""
+    try:
+        return _reward_model(cfg)
+    except KeyError as err:
+        if process_reward_use(cfg) is not None:
+            raise
+        missing = err.args[0].partition(";")[0]
+    warnings.warn(
+        f"{missing}: this run trains on the outcome alone, and its process metrics read the generic "
+        f"{GENERIC_REWARD!r} reward",
+        stacklevel=3,
+    )
+    return _reward_model(cfg, GENERIC_REWARD)
+
+
+def _generic_terms(reward: ProcessReward) -> list[ProgressPotential]:
+    """The generic ``progress`` rewards in ``reward`` (itself, or terms of a weighted sum)."""
+    terms = [reward, *(term for _, term in getattr(reward, "terms", ()))]
+    return [term for term in terms if isinstance(term, ProgressPotential)]
+
+
+def _check_process_reward(cfg: RunConfig) -> None:
+    """A run that trains on a process reward (RSPO's explorer, the process and mix baselines) finds it
+    now, not after a warm start: a missing one is an error naming the env, the reward, what the env
+    has and the line that adds one; the generic ``progress`` reward is checked against the progress
+    of one expert step (an env whose progress holds no numbers would pay it 0 forever)."""
+    use = process_reward_use(cfg)
+    if use is None or cfg.reward.process == "learned":  # a learned PRM registers from its folder at start
+        return
+    try:
+        reward = _reward_model(cfg).process
+    except KeyError as err:
+        raise ValueError(
+            f"{use} train on the process reward, and {err.args[0]} (in a run config: "
+            f"reward.process = {GENERIC_REWARD!r})"
+        ) from None
+    generic = _generic_terms(reward)
+    if not generic:
+        return
+    env = make_env(cfg.env.name, **cfg.env.env_kwargs)
+    obs = env.reset(list_tasks(cfg.env.name, "train", n=1)[0])
+    step = env.step(env.expert_action() or (obs.admissible[0] if obs.admissible else "look"))
+    progress = step.info.get("progress", {})
+    for term in generic:
+        try:
+            term.check(progress)
+        except ValueError as err:
+            raise ValueError(f"env {cfg.env.name!r}: {err}; {use} need a process reward that pays") from None
+
+
 def _checked(cfg: RunConfig) -> RunConfig:
-    """``cfg`` validated for a run, before anything is built (a warm start takes minutes): its fields,
-    its evaluation splits, and that tuning on ``valid`` holds out the tasks the run learns from; the
-    process takes its torch threads."""
+    """``cfg`` validated for a run, before anything is built (a warm start takes minutes): the user's
+    env module imported, its fields, its evaluation splits, that tuning on ``valid`` holds out the
+    tasks the run learns from, and the process reward where the run trains on one; the process takes
+    its torch threads."""
     cfg.validate()
+    load_run_env(cfg)
     _check_valid_held_out(cfg)
     _check_splits(cfg)
+    _check_process_reward(cfg)
     if cfg.train.threads:
         torch.set_num_threads(cfg.train.threads)
     return cfg
@@ -268,13 +334,7 @@ class Trainer:
             from rspo_kit.rewards.learned import LearnedPRM, register_learned
 
             register_learned(LearnedPRM.load(cfg.reward.prm), cfg.env.name)
-        self.rewards = RewardModel.build(
-            cfg.env.name,
-            OutcomeConfig(cfg.reward.outcome_mode, cfg.reward.invalid_penalty),
-            cfg.reward.process,
-            cfg.reward.misalign_eps,
-            cfg.reward.mix_lambda,
-        )
+        self.rewards = _run_rewards(cfg)
         self.buffer = ReplayBuffer(cfg.swap.replay_capacity, cfg.swap.replay_filter)
         self.explorer_batch: list[Trajectory] = []  # D_B of the last iteration (explorer's own data)
         self.pool = list_tasks(cfg.env.name, split="train", n=cfg.env.train_tasks)
