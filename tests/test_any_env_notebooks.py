@@ -120,3 +120,25 @@ def test_04_trains_plain_on_a_user_env_whose_module_goes_into_the_config(kernel,
     assert 0 <= results["final_success"] <= 1
     config = json.loads((run_dir / "config.json").read_text())
     assert config["env"]["name"] == "cellar" and config["env"]["module"] == CELLAR
+
+
+def test_05_debugs_a_run_on_a_user_env_with_and_without_a_hack_term(kernel, tmp_path):
+    run_dir = tmp_path / "run"
+    params = dict(USER_ENV, **SMOKE, ITERATIONS=2, MISALIGN_EPS=0.0, EVAL_N=0, RUN_DIR=str(run_dir))
+    results = execute(
+        "05_misalignment_debugger", kernel, tmp_path, **params, HACK="wander", EPS_VALUES=[0.0, 1.0]
+    )
+    assert results["trajectories"] == 8 and results["groups"] == 4  # 2 iterations x 2 tasks x G=2
+    assert results["process_reward"] == "progress" and results["knob_hack"] == "wander"
+    assert results["rescore_error"] < 1e-9  # the turn tables reproduce the generic reward the run recorded
+    assert set(results["hacking_by_eps"]) == {"0.0", "1.0"} == set(results["tau_by_eps"])
+    assert (run_dir / "misalignment" / "eps_what_if.html").is_file()
+
+    # the same run debugged from its folder alone (its config names the module), with the default
+    # hackable term "hack", which the cellar does not have: no what-if, and the reason printed
+    (tmp_path / "again").mkdir()
+    again = execute("05_misalignment_debugger", kernel, tmp_path / "again", DEBUG_RUN=str(run_dir))
+    assert again["trajectories"] == 8 and again["rescore_error"] < 1e-9
+    assert again["knob_hack"] is None and again["hacking_by_eps"] == {} == again["tau_by_eps"]
+    shown = printed(tmp_path / "again" / "05_misalignment_debugger.ipynb")
+    assert "no what-if: env 'cellar' has no process reward 'hack'" in shown

@@ -545,3 +545,109 @@ def test_dashboard_live_equals_from_run(run):
     assert len(pd.DataFrame(finished.metrics)) == 3
     with pytest.raises(ValueError, match="x must be one of"):
         TrainingDashboard(x="epochs")
+
+
+# ------------------------------------------------------------------------- a user's env (cellar)
+# tests/cellar_env.py: registered outside rspo_kit, no subgoal or hack reward, one of its own (wander)
+import cellar_env  # noqa: E402  (registers "cellar")
+
+from rspo_kit.experiments.env_tour import detour_groups  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cellar_run(tmp_path_factory):
+    """A two-iteration RSPO-GRPO smoke run on the user's env, its explorer on the generic progress."""
+    cfg = preset("smoke", env="cellar", algo="grpo", swap=True, seed=0, reward__process="progress")
+    cfg.train.run_dir = str(tmp_path_factory.mktemp("cellar") / "run")
+    cfg.train.threads = 1
+    recorder, dashboard = Recorder(), TrainingDashboard()
+    policy, _ = initial_policy(cfg, progress_bar=False)
+    trainer = Trainer(cfg, policy, callbacks=[recorder, dashboard])
+    trainer.run()
+    return {"cfg": cfg, "trainer": trainer, "rec": recorder, "dash": dashboard}
+
+
+def _cellar_walks():
+    """The expert and a random walker on every eval task, as trajectories the misalignment views read."""
+    from types import SimpleNamespace as NS
+
+    groups = detour_groups("cellar", cellar_env.cellar_tasks("eval"), [0.0, 1.0], seed=0, max_steps=12)
+    return [
+        NS(
+            group_id=g.group_id,
+            source="actor",
+            task_id=g.group_id,
+            won=g.episode.won,
+            score=g.episode.score,
+            steps=g.episode.steps,
+        )
+        for g in groups
+    ]
+
+
+def test_playground_on_a_user_env_shows_every_process_reward_it_has():
+    pg = EnvPlayground(env="cellar", split="eval", env_kwargs={"max_steps": 20})
+    assert list(pg.rewards) == ["wander", "progress"]  # its own, then the generic one
+    task = cellar_env.cellar_tasks("eval")[0]
+    assert (task.meta["key"], task.meta["door"]) == (2, 0)  # the key in the start room, the door 2 west
+    assert pg.progress == {"key": 0.0, "door": 0.0}
+    for action in ["take key", "go west", "go west", "unlock door"]:
+        next(b for b in pg.actions.children if b.description == action).click()
+    assert pg.table["reward/progress"].tolist() == [1.0, 0.0, 0.0, 1.0]
+    assert pg.table["reward/wander"].tolist() == [0.0, 0.5, 0.5, 0.0]
+    pg.act("open door")
+    assert pg.done and "WON" in pg.status.value and pg.last_error is None
+
+
+def test_rescore_on_a_user_env_mixes_in_the_hack_term_it_is_given():
+    walks = _cellar_walks()
+    aligned = rescore(walks, "cellar", 0.0)  # base: the generic progress, its return key + door
+    returns = aligned.groupby("traj_id")["process_reward"].sum()
+    assert returns.tolist() == pytest.approx(
+        [2.0 if w.won else sum(w.steps[-1].progress_after.values()) for w in walks]
+    )
+    hacked = rescore(walks, "cellar", 1.0, hack="wander")
+    moves = [0.5 * a.startswith("go ") for a in hacked["action"]]
+    assert hacked["process_reward"].tolist() == moves
+    with pytest.raises(ValueError, match="has no process reward 'hack'"):
+        rescore(walks, "cellar", 0.5)  # the cellar has no "hack": only eps = 0 exists
+
+
+def test_misalignment_views_on_a_user_env_without_and_with_a_hack_term():
+    walks = _cellar_walks()
+    plain = MisalignmentView(walks, env="cellar")
+    assert plain.eps.disabled and plain.base == "progress" and plain.hack is None
+    assert "eps stays 0: env 'cellar' has no process reward 'hack'" in plain.summary.value
+    with pytest.raises(ValueError, match="needs a hackable term"):
+        MisalignmentView(walks, env="cellar", eps=0.5)
+
+    view = MisalignmentView(walks, env="cellar", hack="wander")
+    assert not view.eps.disabled and view.hack == "wander"
+    before = _ys(view.figures["scatter"])
+    view.eps.value = 1.0  # walking pays: the random walkers now outrank the expert
+    assert _ys(view.figures["scatter"]) != before and view.diagnostics.rank_agreement.mean_tau < 0
+    timeline = RewardTimeline(walks, env="cellar", hack="wander")
+    before = _ys(timeline.figure)
+    timeline.eps.value = 1.0
+    assert _ys(timeline.figure) != before and view.last_error is None and timeline.last_error is None
+
+
+def test_every_widget_renders_a_run_on_a_user_env(cellar_run):
+    run = cellar_run
+    swap = run["rec"].of("on_swap")[0]
+    batch = run["rec"].of("on_update_end")[0].data["batch"]
+    rm = run["trainer"].rewards
+    trajs = _trajs(run)
+    widgets = [
+        TrajectoryViewer(trajs, process=rm),
+        MisalignmentView(trajs, env="cellar", hack="wander"),
+        RewardTimeline(trajs, env="cellar"),
+        SwapInspector(swap, run["cfg"].algo, rm),
+        AdvantageHeatmap(batch, run["cfg"].algo),
+        run["dash"],
+    ]
+    for w in widgets:
+        assert to_html(w).startswith("<!DOCTYPE html>") and w.last_error is None, type(w).__name__
+    viewer = widgets[0]
+    expected = [r for t in trajs for r in rm.process_steps(t)]  # the generic progress, step by step
+    assert viewer.frame["process_reward"].tolist() == pytest.approx(expected)

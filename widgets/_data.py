@@ -18,7 +18,9 @@ from typing import Any
 import pandas as pd
 
 from rspo_kit.envs import SPLITS, list_tasks, make_env
-from rspo_kit.rewards import misalign, outcome_reward
+from rspo_kit.envs.base import reset_info
+from rspo_kit.experiments.env_tour import HACK_REWARD, misalignment_knob
+from rspo_kit.rewards import outcome_reward
 from rspo_kit.rewards.process import ProcessReward, ProcessStep
 from rspo_kit.rewards.signals import RewardModel
 from rspo_kit.train.update import UpdateBatch, batch_advantages
@@ -242,8 +244,7 @@ def _reset_progress_json(env: str, task_id: str) -> str | None:
     if task is None:
         return None
     instance = _env_instance(env)
-    instance.reset(task)
-    return json.dumps(dict(getattr(instance, "info", {})).get("progress", {}))
+    return json.dumps(reset_info(instance, instance.reset(task))["progress"])
 
 
 def reset_progress(env: str, task_id: str, first_after: Mapping[str, Any]) -> dict[str, Any]:
@@ -329,15 +330,23 @@ RESCORE_COLUMNS = (
 
 
 def rescore(
-    trajectories: Any, env: str, eps: float, *, base: str | ProcessReward = "subgoal"
+    trajectories: Any,
+    env: str,
+    eps: float,
+    *,
+    base: str | ProcessReward | None = None,
+    hack: str | ProcessReward | None = HACK_REWARD,
 ) -> pd.DataFrame:
-    """Every step's process reward under ``misalign(eps, env=env, base=base)``, as ``diagnose`` reads it.
+    """Every step's process reward under the env's misalignment knob at ``eps``, as ``diagnose`` reads it.
 
+    The knob is ``misalignment_knob(env, base=base, hack=hack)``: (1 − eps) · base + eps · hack, base
+    by default the env's ``subgoal`` (else the generic ``progress``), hack a process reward of the env
+    by name or a callable; an env without it has only eps = 0 (a larger eps is a ValueError naming why).
     ``trajectories``: ``Trajectory`` objects, a per-turn table, or ``episodes_of(...)`` (convert once and
     rescore many times: a slider does). One row per step (``RESCORE_COLUMNS``); ``traj_id`` numbers the
     trajectories in order, unique over the whole frame.
     """
-    reward = misalign(eps, env=env, base=base)
+    reward = misalignment_knob(env, base=base, hack=hack)(eps)
     rows = []
     for i, ep in enumerate(episodes_of(trajectories, env)):
         for j, s in enumerate(ep.steps):

@@ -1,9 +1,11 @@
 """RewardTimeline and MisalignmentView: where dense process rewards and the sparse outcome disagree.
 
 Both take trajectories (``Trajectory`` objects) or a per-turn table (``load_turns(run_dir)``) and the
-env's name, and rescore every step under ``misalign(eps, env=env, base=base)``: eps = 0 is the base
-process reward, eps = 1 the env's hackable one. The slider recomputes on the spot, so one can watch
-rank agreement fall and hacking appear as the reward drifts.
+env's name, and rescore every step under the env's misalignment knob (``misalignment_knob``):
+eps = 0 is the base process reward (the env's ``subgoal``, else the generic ``progress``), eps = 1
+the hackable term ``hack`` (the env's ``"hack"`` reward by default, or any named or given). The slider
+recomputes on the spot, so one can watch rank agreement fall and hacking appear as the reward drifts;
+for an env without the hackable term it stays at 0 and the view says why.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 import ipywidgets as W
 import pandas as pd
 
+from rspo_kit.experiments.env_tour import HACK_REWARD, misalignment_knob
 from rspo_kit.rewards import diagnose
 from rspo_kit.rewards.process import ProcessReward
 from rspo_widgets._base import WidgetBase
@@ -27,12 +30,24 @@ ALL = "all"
 class _Rescored(WidgetBase):
     """Shared state: episodes converted once, an eps slider, and the current rescored frame."""
 
-    def __init__(self, trajectories: Any, env: str, eps: float, base: str | ProcessReward, quantile: float):
+    def __init__(
+        self,
+        trajectories: Any,
+        env: str,
+        eps: float,
+        base: str | ProcessReward | None,
+        hack: str | ProcessReward | None,
+        quantile: float,
+    ):
         super().__init__()
-        self.env, self.base, self.quantile = env, base, quantile
+        self.env, self.quantile = env, quantile
+        self.knob = misalignment_knob(env, base=base, hack=hack)
+        self.base, self.hack = self.knob.base_name, self.knob.hack_name
         self.episodes = episodes_of(trajectories, env)
         if not self.episodes:
             raise ValueError("no trajectories to diagnose")
+        if eps and not self.knob.available:
+            raise ValueError(f"eps = {eps!r} needs a hackable term: {self.knob.reason}")
         self.eps = W.FloatSlider(
             value=eps,
             min=0.0,
@@ -40,24 +55,28 @@ class _Rescored(WidgetBase):
             step=0.05,
             description="misalign eps",
             continuous_update=False,
+            disabled=not self.knob.available,  # without a hackable term only eps = 0 exists
             style={"description_width": "initial"},
         )
         self.groups = list(dict.fromkeys(ep.group_id for ep in self.episodes))
         self._rescore()
 
     def _rescore(self) -> None:
-        self.frame = rescore(self.episodes, self.env, self.eps.value, base=self.base)
+        self.frame = rescore(
+            self.episodes, self.env, self.eps.value, base=self.knob.base, hack=self.knob.hack
+        )
         self.diagnostics = diagnose(self.frame, quantile=self.quantile)
 
     def _summary_html(self) -> str:
         d = self.diagnostics
         ra, hk = d.rank_agreement, d.hacking
-        return (
+        summary = (
             f"eps={self.eps.value:.2f}: mean Kendall τ {ra.mean_tau:.3f} over {ra.n_groups - ra.n_undefined} "
             f"of {ra.n_groups} groups (the rest have no outcome or process variance) · hacking rate "
             f"{hk.rate:.2f} ({hk.n_hacked} of {hk.n_top} top-quartile trajectories failed) · "
             f"{int(d.disagreement['disagrees'].sum())} of {len(d.disagreement)} steps disagree"
         )
+        return summary if self.knob.available else f"{summary} · eps stays 0: {self.knob.reason}"
 
 
 class RewardTimeline(_Rescored):
@@ -74,10 +93,11 @@ class RewardTimeline(_Rescored):
         trajectories: Any,
         env: str,
         eps: float = 0.0,
-        base: str | ProcessReward = "subgoal",
+        base: str | ProcessReward | None = None,
+        hack: str | ProcessReward | None = HACK_REWARD,
         quantile: float = 0.75,
     ):
-        super().__init__(trajectories, env, eps, base, quantile)
+        super().__init__(trajectories, env, eps, base, hack, quantile)
         self.group = W.Dropdown(options=[ALL, *self.groups], value=self.groups[0], description="group")
         view = self._add_figure("timeline", self._figure())
         self.eps.observe(self._on_eps, names="value")
@@ -103,6 +123,8 @@ class MisalignmentView(_Rescored):
     misalignment knob that rescores every step on the spot.
 
     ``role`` narrows a turn table or mixed batch to the actor's, explorer's or replayed trajectories.
+    ``base`` and ``hack`` are the knob's two terms (``misalignment_knob``): by default the env's
+    ``subgoal`` (else the generic ``progress``) and its ``"hack"`` reward, where it has one.
     """
 
     title = "Reward misalignment"
@@ -112,11 +134,12 @@ class MisalignmentView(_Rescored):
         trajectories: Any,
         env: str,
         eps: float = 0.0,
-        base: str | ProcessReward = "subgoal",
+        base: str | ProcessReward | None = None,
+        hack: str | ProcessReward | None = HACK_REWARD,
         quantile: float = 0.75,
     ):
         self._all_episodes = episodes_of(trajectories, env)
-        super().__init__(self._all_episodes, env, eps, base, quantile)
+        super().__init__(self._all_episodes, env, eps, base, hack, quantile)
         roles = list(dict.fromkeys(ep.role for ep in self._all_episodes))
         self.role = W.Dropdown(options=[ALL, *roles], value=ALL, description="role")
         self.group = W.Dropdown(options=[ALL, *self.groups], value=ALL, description="group")

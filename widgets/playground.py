@@ -10,6 +10,8 @@ import ipywidgets as W
 import pandas as pd
 
 from rspo_kit.envs import list_tasks, make_env
+from rspo_kit.envs.base import reset_info
+from rspo_kit.experiments.env_tour import env_process_rewards
 from rspo_kit.rewards import process_reward
 from rspo_kit.rewards.process import ProcessReward
 from rspo_widgets._base import WidgetBase
@@ -21,9 +23,10 @@ from rspo_widgets._guard import guarded
 class EnvPlayground(WidgetBase):
     """Pick a task, click admissible actions (or type any text), see the env's reply and the rewards.
 
-    ``process`` names registered process rewards of ``env`` (or maps names to callables); each is
-    drawn as its own bar per step, so one sees which component pays for what. ``env_kwargs`` go to
-    ``make_env`` (e.g. ``{"max_steps": 20}``).
+    ``env`` is any registered env. ``process`` names process rewards of ``env`` (or maps names to
+    callables); by default every one it has: those registered for it and the generic ``progress``.
+    Each is drawn as its own bar per step, so one sees which component pays for what. ``env_kwargs``
+    go to ``make_env`` (e.g. ``{"max_steps": 20}``).
     """
 
     title = "Environment playground"
@@ -32,7 +35,7 @@ class EnvPlayground(WidgetBase):
         self,
         env: str = "alfworld",
         split: str = "eval",
-        process: Sequence[str] | Mapping[str, ProcessReward] = ("subgoal", "heuristic"),
+        process: Sequence[str] | Mapping[str, ProcessReward] | None = None,
         n_tasks: int = 50,
         env_kwargs: Mapping[str, Any] | None = None,
     ):
@@ -42,8 +45,10 @@ class EnvPlayground(WidgetBase):
         self.tasks = list_tasks(env, split=split, n=n_tasks)
         if not self.tasks:
             raise ValueError(f"env {env!r} has no tasks in split {split!r}")
-        if isinstance(process, Mapping):
-            self.rewards: dict[str, ProcessReward] = dict(process)
+        if process is None:
+            self.rewards: dict[str, ProcessReward] = env_process_rewards(env)
+        elif isinstance(process, Mapping):
+            self.rewards = dict(process)
         else:
             self.rewards = {name: process_reward(name, env=env) for name in process}
         self.rows: list[dict[str, Any]] = []
@@ -91,7 +96,7 @@ class EnvPlayground(WidgetBase):
         """Start the task (an index into ``self.tasks`` or a task id) from the beginning."""
         index = task if isinstance(task, int) else [t.id for t in self.tasks].index(task)
         obs = self.env.reset(self.tasks[index])
-        self.progress = dict(dict(getattr(self.env, "info", {})).get("progress", {}))
+        self.progress = dict(reset_info(self.env, obs)["progress"])
         self.rows, self.done = [], False
         self.instruction.value = f"<b>task:</b> {html.escape(obs.instruction)}"
         self._show(obs.text, obs.admissible, "")

@@ -34,6 +34,7 @@ from rspo_kit.rewards import (
     weighted,
 )
 from rspo_kit.rewards.process import GENERIC_REWARD, has_process_reward
+from rspo_kit.rewards.signals import RewardModel
 
 # Admissible entries that stand for free text rather than name an action (WebShop's ``search[...]``):
 # a random action never picks one, the expert writes it out.
@@ -103,6 +104,16 @@ def default_process_reward(name: str) -> str:
     """The process reward to train or compare on when none is named: the env's ``subgoal`` where it
     registers one, else the generic ``progress``."""
     return ALIGNED_REWARD if has_process_reward(ALIGNED_REWARD, env=name) else GENERIC_REWARD
+
+
+def run_process_reward(name: str, process: str, misalign_eps: float = 0.0) -> tuple[str, ProcessReward]:
+    """The process reward a run on env ``name`` recorded in its turn tables, by name and as a callable:
+    ``process`` with the env's knob at ``misalign_eps`` (``RewardModel.build``, as the trainer builds
+    it), or, where the env has no ``process`` (a run that trained on the outcome alone), the generic
+    ``progress`` that the trainer records instead."""
+    if not has_process_reward(process, env=name):
+        return GENERIC_REWARD, process_reward(GENERIC_REWARD, env=name)
+    return process, RewardModel.build(name, process=process, misalign_eps=misalign_eps).process
 
 
 # --------------------------------------------------------------------------------------- episodes
