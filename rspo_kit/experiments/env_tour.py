@@ -1,7 +1,7 @@
 """What the notebooks show of an env, for any registered env: what it is, expert episodes scored by
 every process reward, and the misalignment knob.
 
-Notebooks 01 and 05 and the playground widget call these instead of code picked by env name. All of
+Notebooks 01-05 and the widgets call these instead of code picked by env name. All of
 it works from the protocol alone (a ``Task``, the ``Observation``, the admissible actions, the
 expert, ``info["progress"]``), so a user's env loaded with ``load_env_module`` gets the same tour as
 the built-in ones. What an env adds beyond the protocol is registered by its name: ``ENV_NOTES``, a
