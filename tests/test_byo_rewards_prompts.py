@@ -414,3 +414,30 @@ def test_an_over_budget_prompt_keeps_its_frame_and_cuts_the_middle_of_the_observ
     assert mark, now  # the observation was cut, visibly
     assert observation.startswith(head.rstrip()) and observation.endswith(tail.lstrip())
     assert head.strip() and tail.strip()  # its start and its end are both there
+
+
+# ------------------------------------------------------------------------- the tiny tokenizer's text
+def _tokens_per_word(tokenizer, texts: list[str]) -> float:
+    tokens = sum(len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts)
+    return tokens / sum(len(t.split()) for t in texts)
+
+
+def test_the_tiny_tokenizer_learns_a_user_envs_text_and_the_built_ins_keep_theirs():
+    from rspo_kit.policy.corpus import env_corpus
+    from rspo_kit.policy.models import build_preset, load_model
+    from rspo_kit.train.setup import preset_source, warmstart_recipe
+
+    shared = build_preset("tiny")
+    assert build_preset("tiny", env="alfworld") == build_preset("tiny", env="chain-4x2-cap8") == shared
+    own = build_preset("tiny", env="attic")
+    assert own != shared
+    texts = env_corpus("attic", n_tasks=12, seed=1)  # other detours than the corpus's (seed 0)
+    before = _tokens_per_word(load_model(str(shared))[1], texts)
+    after = _tokens_per_word(load_model(str(own))[1], texts)
+    assert after < 0.75 * before, (before, after)  # measured: 2.14 -> 1.13 tokens a word
+    # a run on the attic starts from that preset, under a warm-start key of its own; a built-in run's
+    # preset and key are untouched
+    assert preset_source(preset("smoke", env="attic"), 0) == str(own)
+    assert preset_source(preset("smoke", env="alfworld"), 0) == "tiny"
+    assert warmstart_recipe(preset("tiny", env="attic"))["corpus_env"] == "attic"
+    assert "corpus_env" not in warmstart_recipe(preset("alfworld-40k"))

@@ -1,8 +1,9 @@
 """Model presets: tiny and small Qwen2-architecture models built locally, or any local HF checkpoint.
 
 ``tiny`` (~1M parameters) and ``small`` (~5M) are built from a config with a BPE tokenizer trained on
-the environments' text (see ``corpus.py``, ``tokenizer.py``); both are created on first use, saved
-with ``save_pretrained`` (safetensors) in the cache and loaded with ``from_pretrained`` afterwards.
+the environments' text (see ``corpus.py``, ``tokenizer.py``; a user's env adds its own episodes,
+``preset_corpus``); both are created on first use, saved with ``save_pretrained`` (safetensors) in
+the cache and loaded with ``from_pretrained`` afterwards.
 The same inputs (corpus, config, seed) give the same tokenizer and the same initial weights.
 Any other name is a local path or a Hugging Face id that must already be in the local HF cache:
 nothing is ever downloaded at run time.
@@ -100,6 +101,7 @@ GGUF_PRESETS: dict[str, tuple[str, str, ModelPreset]] = {
 }
 # envs whose text trains the preset tokenizers; one level of the chain testbed covers all its words
 CORPUS_ENVS = ("alfworld", "webshop", "chain-6x3")
+CORPUS_FAMILIES = ("chain-",)  # env-name prefixes whose every member's text CORPUS_ENVS covers
 CORPUS_VERSION = 4  # bump when the corpus recipe (envs, episodes, template words) changes
 
 
@@ -140,6 +142,34 @@ def corpus_texts(envs: tuple[str, ...] = CORPUS_ENVS) -> list[str]:
     texts = list(_corpus(envs))
     atomic_write_text(path, json.dumps(texts))
     return texts
+
+
+def corpus_env(env: str | None) -> str | None:
+    """``env`` where its text is not in the built-in corpus (a user's env), else None.
+
+    A scratch preset built for such an env trains its tokenizer on that env's episodes too; for a
+    built-in env nothing changes: the tokenizer, and every warm start built on it, stay as they are.
+
+    >>> corpus_env("alfworld"), corpus_env("chain-4x2-cap8"), corpus_env(None), corpus_env("mygame")
+    (None, None, None, 'mygame')
+    """
+    return None if env is None or env in CORPUS_ENVS or env.startswith(CORPUS_FAMILIES) else env
+
+
+@cache
+def _env_texts(env: str) -> tuple[str, ...]:
+    from rspo_kit.policy.corpus import env_corpus
+
+    return tuple(env_corpus(env))
+
+
+def preset_corpus(env: str | None = None) -> list[str]:
+    """The texts a scratch preset's tokenizer trains on: the built-in corpus (``corpus_texts``), then,
+    for a user's env (``corpus_env``), that env's episodes (the expert with random detours, as for the
+    built-ins). A user's env is not cached on disk by name, since its code may change between runs: its
+    episodes are played again in each process, and the tokenizer is cached by the corpus hash."""
+    extra = corpus_env(env)
+    return corpus_texts() + (list(_env_texts(extra)) if extra else [])
 
 
 def weights_digest(model: torch.nn.Module) -> str:
@@ -266,10 +296,14 @@ def save_checkpoint(model, tokenizer, meta: dict, folder: Path, *, replace: bool
     return folder
 
 
-def build_preset(name: str, seed: int = 0) -> Path:
-    """Create (once) and return the folder of a scratch preset: config, weights, tokenizer."""
+def build_preset(name: str, seed: int = 0, env: str | None = None) -> Path:
+    """Create (once) and return the folder of a scratch preset: config, weights, tokenizer.
+
+    ``env``: a user's env whose text the tokenizer learns too (``preset_corpus``); a built-in env or
+    None gives the one preset every built-in run uses.
+    """
     p = PRESETS[name]
-    tokenizer = load_or_train(corpus_texts(), cache_dir() / "tokenizers", p.vocab_size)
+    tokenizer = load_or_train(preset_corpus(env), cache_dir() / "tokenizers", p.vocab_size)
     key = tokenizer.backend_tokenizer.to_str().encode()
     folder = cache_dir() / "models" / f"{name}-seed{seed}-{hashlib.sha256(key).hexdigest()[:12]}"
     if (folder / "config.json").is_file():

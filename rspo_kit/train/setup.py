@@ -5,6 +5,8 @@ that shapes it (env, engine, preset, action mode, demonstrations, SFT budget and
 and every seed of a sweep starts from the same checkpoint, and only the first pays for it. SFT
 trains on one torch thread whatever the caller set (``rspo_kit.policy.sft.SFT_THREADS``): on two its
 rounding is not reproducible, and a cache key would name two different checkpoints on two machines.
+A scratch preset (tiny, small) run on a user's env learns its tokenizer on that env's episodes too
+(``preset_source``); on the built-in envs it is the one preset they all share.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import torch
 
 from rspo_kit.envs.registry import load_env_module
 from rspo_kit.paths import atomic_write_text, cache_dir, repository_path
-from rspo_kit.policy.models import CORPUS_VERSION, load_model, weights_digest
+from rspo_kit.policy.models import CORPUS_VERSION, build_preset, corpus_env, load_model, weights_digest
 from rspo_kit.policy.models import PRESETS as SCRATCH_PRESETS
 from rspo_kit.policy.rollout import Policy
 from rspo_kit.train.config import RunConfig
@@ -31,6 +33,19 @@ def load_run_env(cfg: RunConfig) -> None:
     make ``cfg.env.name`` (and an ``sft_env`` it defines) known before anything builds an env."""
     if cfg.env.module:
         load_env_module(cfg.env.module)
+
+
+def tokenizer_env(cfg: RunConfig) -> str | None:
+    """The user's env whose episodes a scratch preset's tokenizer learns besides the built-ins' text
+    (``rspo_kit.policy.models.preset_corpus``): the run's env where the built-in corpus lacks it."""
+    return corpus_env(cfg.env.name) if cfg.policy.preset in SCRATCH_PRESETS else None
+
+
+def preset_source(cfg: RunConfig, seed: int) -> str:
+    """What ``Policy.load`` loads as the run's preset: the scratch preset built with the user env's text
+    in its tokenizer (a folder) where ``tokenizer_env`` names one, else ``policy.preset`` itself."""
+    env = tokenizer_env(cfg)
+    return str(build_preset(cfg.policy.preset, seed, env)) if env else cfg.policy.preset
 
 
 def warmstart_recipe(cfg: RunConfig) -> dict:
@@ -53,6 +68,8 @@ def warmstart_recipe(cfg: RunConfig) -> dict:
         # a scratch preset's tokenizer and initial weights follow the corpus: a warm start built here
         # from an older corpus must not be reused (one installed from a folder carries its own tokenizer)
         **({"corpus": CORPUS_VERSION} if p.preset in SCRATCH_PRESETS and not p.warmstart_from else {}),
+        # a user's env whose text the scratch tokenizer learnt too (only there: built-in keys stay)
+        **({"corpus_env": tokenizer_env(cfg)} if tokenizer_env(cfg) and not p.warmstart_from else {}),
         "version": 6,  # bump when the SFT recipe, the prompt layout or the memory changes
     }
 
@@ -73,7 +90,7 @@ def initial_policy(cfg: RunConfig, progress_bar: bool = True) -> tuple[Policy, d
     load_run_env(cfg)
     mode = None if cfg.policy.mode == "preset" else cfg.policy.mode
     if not cfg.policy.warmstart:
-        policy = Policy.load(cfg.policy.preset, mode=mode, seed=cfg.train.seed)
+        policy = Policy.load(preset_source(cfg, cfg.train.seed), mode=mode, seed=cfg.train.seed)
         return policy, {"warmstart": None, "preset": cfg.policy.preset}
     source = {"installed_from": cfg.policy.warmstart_from} if cfg.policy.warmstart_from else {}
     if source:
@@ -85,7 +102,7 @@ def initial_policy(cfg: RunConfig, progress_bar: bool = True) -> tuple[Policy, d
     from rspo_kit.envs.registry import list_tasks
     from rspo_kit.policy.sft import SFTConfig, save_policy, warm_start
 
-    policy = Policy.load(cfg.policy.preset, mode=mode, seed=0)  # one warm start shared by all seeds
+    policy = Policy.load(preset_source(cfg, 0), mode=mode, seed=0)  # one warm start shared by all seeds
     torch.manual_seed(0)
     start = time.perf_counter()
     sft_cfg = SFTConfig(

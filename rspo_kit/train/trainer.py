@@ -71,7 +71,7 @@ from rspo_kit.train.checkpoint import (
     save_checkpoint,
 )
 from rspo_kit.train.config import AlgoConfig, RunConfig, process_reward_use, variant_of
-from rspo_kit.train.setup import initial_policy, load_run_env
+from rspo_kit.train.setup import initial_policy, load_run_env, preset_source
 from rspo_kit.train.update import Learner, UpdateBatch, update
 
 EVENTS = ("on_rollout_end", "on_swap", "on_update_end", "on_eval", "on_checkpoint")
@@ -243,9 +243,12 @@ def trained_actor(run_dir: str | Path) -> Policy:
         raise FileNotFoundError(f"{run_dir} is not a training run with a checkpoint (config.json, latest)")
     cfg = read_record(run_dir / "config.json", RunConfig.from_dict)
     # the checkpoint holds every weight of the actor (the whole model; with LoRA the base too), so the
-    # preset only gives the architecture and tokenizer: no warm start to rebuild or install
+    # preset only gives the architecture and tokenizer (a user env's own, for a scratch preset): no warm
+    # start to rebuild or install
+    load_run_env(cfg)
     mode = None if cfg.policy.mode == "preset" else cfg.policy.mode
-    base = replace(Policy.load(cfg.policy.preset, mode=mode, seed=cfg.train.seed), **_scoring(cfg))
+    source = preset_source(cfg, cfg.train.seed)
+    base = replace(Policy.load(source, mode=mode, seed=cfg.train.seed), **_scoring(cfg))
     pair = ActorExplorer(base, lora=_uses_lora(cfg, base), rank=cfg.policy.lora_rank, reference=False)
     load_checkpoint(folder, {"actor": pair._models["actor"]}, {})
     return pair.policy("actor")
