@@ -179,9 +179,10 @@ def _check_process_reward(cfg: RunConfig) -> None:
     try:
         reward = _reward_model(cfg).process
     except KeyError as err:
+        knob = ", or reward.misalign_eps = 0 without a 'hack' reward" if cfg.reward.misalign_eps else ""
         raise ValueError(
             f"{use} train on the process reward, and {err.args[0]} (in a run config: "
-            f"reward.process = {GENERIC_REWARD!r})"
+            f"reward.process = {GENERIC_REWARD!r}{knob})"
         ) from None
     generic = _generic_terms(reward)
     if not generic:
