@@ -441,3 +441,34 @@ def test_the_tiny_tokenizer_learns_a_user_envs_text_and_the_built_ins_keep_their
     assert preset_source(preset("smoke", env="alfworld"), 0) == "tiny"
     assert warmstart_recipe(preset("tiny", env="attic"))["corpus_env"] == "attic"
     assert "corpus_env" not in warmstart_recipe(preset("alfworld-40k"))
+
+
+def test_the_misalignment_knob_of_a_run_mixes_in_the_hackable_term_its_config_names(monkeypatch):
+    """``reward.hack`` names the env's hackable term: a user's env that calls it something else than
+    ``hack`` trains under the knob; one that has none is told so before any warm start."""
+    from rspo_kit.rewards import register_process_reward
+
+    monkeypatch.setattr(trainer_module, "initial_policy", _no_warm_start)
+    cfg = preset("smoke", env="attic", swap="rspo", reward__process="progress", reward__misalign_eps=0.5)
+    with pytest.raises(ValueError, match=r"no process reward 'hack' for env 'attic'.*reward\.hack"):
+        _checked(cfg)
+
+    @register_process_reward("attic", "revisit")
+    def revisit(before, after, action, valid, info):  # pays for walking, whether or not it helps
+        return 1.0 if valid and action.startswith("go ") else 0.0
+
+    cfg.reward.hack = "revisit"
+    reward = trainer_module.run_rewards(_checked(cfg)).process
+    before, after = {"items": 0, "rooms": 1}, {"items": 0, "rooms": 2}
+    # half of the progress potential (one new room) plus half of the walk's pay
+    assert reward(before, after, "go cellar", True, {}) == pytest.approx(0.5 * 1.0 + 0.5 * 1.0)
+    assert reward(after, after, "go hall", True, {}) == pytest.approx(0.5 * 0.0 + 0.5 * 1.0)
+
+
+def test_the_hacking_rate_leaves_out_trajectories_without_a_process_return():
+    from rspo_kit.rewards.diagnostics import hacking_rate
+
+    report = hacking_rate([math.nan, 0.2, 0.9, math.nan], [False, False, False, True])
+    assert (report.n_top, report.n_hacked, report.rate) == (1, 1, 1.0)  # 0.9 is the top quartile of two
+    empty = hacking_rate([math.nan, math.nan], [True, False])
+    assert empty.n_top == 0 and math.isnan(empty.rate)

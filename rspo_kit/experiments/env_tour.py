@@ -111,14 +111,16 @@ def default_process_reward(name: str) -> str:
     return ALIGNED_REWARD if has_process_reward(ALIGNED_REWARD, env=name) else GENERIC_REWARD
 
 
-def run_process_reward(name: str, process: str, misalign_eps: float = 0.0) -> tuple[str, ProcessReward]:
+def run_process_reward(
+    name: str, process: str, misalign_eps: float = 0.0, hack: str = "hack"
+) -> tuple[str, ProcessReward]:
     """The process reward a run on env ``name`` recorded in its turn tables, by name and as a callable:
-    ``process`` with the env's knob at ``misalign_eps`` (``RewardModel.build``, as the trainer builds
+    ``process`` with the env's knob at ``misalign_eps`` towards ``hack`` (``RewardModel.build``, as the trainer builds
     it), or, where the env has no ``process`` (a run that trained on the outcome alone), the generic
     ``progress`` that the trainer records instead."""
     if not has_process_reward(process, env=name):
         return GENERIC_REWARD, process_reward(GENERIC_REWARD, env=name)
-    return process, RewardModel.build(name, process=process, misalign_eps=misalign_eps).process
+    return process, RewardModel.build(name, process=process, misalign_eps=misalign_eps, hack=hack).process
 
 
 # --------------------------------------------------------------------------------------- episodes

@@ -36,11 +36,11 @@ from rspo_kit.experiments.report import value_text
 from rspo_kit.experiments.sweep import mean_ci
 from rspo_kit.paths import repository_path
 from rspo_kit.records import load_episodes
-from rspo_kit.rewards.outcome import OutcomeConfig
 from rspo_kit.rewards.signals import RewardModel
 from rspo_kit.swap.replay import group_outcomes
 from rspo_kit.swap.stats import _zero_variance  # the rule swap/rescued_groups counts by
 from rspo_kit.train.config import RunConfig, preset
+from rspo_kit.train.trainer import run_rewards
 
 # the variants the quickstart compares, in the order it shows them
 VARIANTS = ("plain", "rspo", "process")
@@ -96,11 +96,9 @@ class Quickstart:
 
 
 def reward_model(cfg: RunConfig) -> RewardModel:
-    """The rewards a run of ``cfg`` is scored with, built as the trainer builds them (for the swap's
-    process labels and outcomes in ``rspo_widgets``' swap figure)."""
-    r = cfg.reward
-    outcome = OutcomeConfig(r.outcome_mode, r.invalid_penalty)
-    return RewardModel.build(cfg.env.name, outcome, r.process, r.misalign_eps, r.mix_lambda)
+    """The rewards a run of ``cfg`` is scored with, as the trainer builds them (``run_rewards``: for the
+    swap's process labels and outcomes in ``rspo_widgets``' swap figure)."""
+    return run_rewards(cfg)
 
 
 # ------------------------------------------------------------------------------------- callbacks

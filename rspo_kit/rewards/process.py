@@ -211,13 +211,20 @@ def combine(weights: Mapping[str, float], *, env: str) -> WeightedReward:
     return weighted((weight, process_reward(name, env=env)) for name, weight in weights.items())
 
 
-def misalign(eps: float, *, env: str, base: str | ProcessReward = "subgoal") -> WeightedReward:
+def misalign(
+    eps: float,
+    *,
+    env: str,
+    base: str | ProcessReward = "subgoal",
+    hack: str | ProcessReward = "hack",
+) -> WeightedReward:
     """(1 − eps) · base + eps · hack: a knob from aligned (eps = 0, exactly ``base``) to hackable (eps = 1).
 
-    ``hack`` is the env's registered ``"hack"`` reward: it pays, per event, what one subgoal pays, for
-    behaviour that never leads to success (ALFWorld: picking up or putting down anything, walking
-    back to a known place; WebShop: navigation clicks). So eps reads as the share of the reward a
-    policy can collect by looping instead of solving the task.
+    ``hack`` is a reward for behaviour that never leads to success, by default the env's registered
+    ``"hack"``: it pays, per event, what one subgoal pays (ALFWorld: picking up or putting down
+    anything, walking back to a known place; WebShop: navigation clicks; the chain testbed: pulling
+    the lever). So eps reads as the share of the reward a policy can collect by looping instead of
+    solving the task. A user's env names its own hackable term (``hack="wander"``) or passes one.
 
     >>> reward = misalign(0.5, env="alfworld")
     >>> state = {"subgoals_done": 2, "subgoals_total": 4, "visited": 3, "holding_any": 1}
@@ -227,7 +234,8 @@ def misalign(eps: float, *, env: str, base: str | ProcessReward = "subgoal") -> 
     if not (0.0 <= eps <= 1.0):
         raise ValueError(f"eps must lie in [0, 1], got {eps!r}")
     base_reward = process_reward(base, env=env) if isinstance(base, str) else base
-    return weighted([(1.0 - eps, base_reward), (eps, process_reward("hack", env=env))])
+    hack_reward = process_reward(hack, env=env) if isinstance(hack, str) else hack
+    return weighted([(1.0 - eps, base_reward), (eps, hack_reward)])
 
 
 class ProcessStep(NamedTuple):

@@ -39,9 +39,10 @@ class RewardModel:
         process: str = "subgoal",
         misalign_eps: float = 0.0,
         mix_lambda: float = 0.5,
+        hack: str = "hack",
     ) -> RewardModel:
         reward = (
-            misalign(misalign_eps, env=env, base=process)
+            misalign(misalign_eps, env=env, base=process, hack=hack)
             if misalign_eps
             else process_reward(process, env=env)
         )

@@ -163,6 +163,7 @@ class RewardConfig:
     process: str = "subgoal"  # a registered process reward of the env ("subgoal", "heuristic", ...)
     prm: str | None = None  # folder of a saved LearnedPRM: registered as process "learned" for the env
     misalign_eps: float = 0.0  # > 0 mixes in the env's hackable term: (1 - eps) * process + eps * hack
+    hack: str = "hack"  # the env's process reward that pays for behaviour never leading to success
     mix_lambda: float = 0.5
 
     def __post_init__(self) -> None:
@@ -171,6 +172,7 @@ class RewardConfig:
         _require(self, "misalign_eps", 0 <= self.misalign_eps <= 1, "in [0, 1]")
         _require(self, "mix_lambda", self.mix_lambda >= 0, ">= 0")
         _require(self, "process", self.process != "", "a registered process reward of the env")
+        _require(self, "hack", self.hack != "", "a registered process reward of the env")
         _require(
             self,
             "prm",

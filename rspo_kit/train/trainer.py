@@ -141,11 +141,11 @@ def _reward_model(cfg: RunConfig, process: str | None = None) -> RewardModel:
     outcome = OutcomeConfig(r.outcome_mode, r.invalid_penalty)
     if process is not None:
         return RewardModel.build(cfg.env.name, outcome, process, 0.0, r.mix_lambda)
-    return RewardModel.build(cfg.env.name, outcome, r.process, r.misalign_eps, r.mix_lambda)
+    return RewardModel.build(cfg.env.name, outcome, r.process, r.misalign_eps, r.mix_lambda, r.hack)
 
 
-def _run_rewards(cfg: RunConfig) -> RewardModel:
-    """``_reward_model``; a run that trains on the outcome alone (``process_reward_use`` None) in an env
+def run_rewards(cfg: RunConfig) -> RewardModel:
+    """The rewards a run of ``cfg`` is scored with (``_reward_model``); a run that trains on the outcome alone (``process_reward_use`` None) in an env
     without ``reward.process`` gets the generic ``progress`` reward, which only its metrics read
     (``*/process_return``, ``swap/process_outcome_tau``, the turn table), with a warning saying so."""
     try:
@@ -179,7 +179,12 @@ def _check_process_reward(cfg: RunConfig) -> None:
     try:
         reward = _reward_model(cfg).process
     except KeyError as err:
-        knob = ", or reward.misalign_eps = 0 without a 'hack' reward" if cfg.reward.misalign_eps else ""
+        knob = (
+            f", or reward.hack = the env's hackable term (or reward.misalign_eps = 0) where it has no "
+            f"{cfg.reward.hack!r}"
+            if cfg.reward.misalign_eps
+            else ""
+        )
         raise ValueError(
             f"{use} train on the process reward, and {err.args[0]} (in a run config: "
             f"reward.process = {GENERIC_REWARD!r}{knob})"
@@ -338,7 +343,7 @@ class Trainer:
             from rspo_kit.rewards.learned import LearnedPRM, register_learned
 
             register_learned(LearnedPRM.load(cfg.reward.prm), cfg.env.name)
-        self.rewards = _run_rewards(cfg)
+        self.rewards = run_rewards(cfg)
         self.buffer = ReplayBuffer(cfg.swap.replay_capacity, cfg.swap.replay_filter)
         self.explorer_batch: list[Trajectory] = []  # D_B of the last iteration (explorer's own data)
         self.pool = list_tasks(cfg.env.name, split="train", n=cfg.env.train_tasks)
