@@ -43,6 +43,38 @@ def _teacher(env: str) -> Callable[[EpisodeContext], str] | None:
     return {"alfworld": alfworld_search_action}.get(env)
 
 
+def demonstration_tasks(env: str, n: int, exclude_kinds: Sequence[str] = ()) -> list[Task]:
+    """The first ``n`` train tasks of ``env`` whose kind (``Task.kind``) is not in ``exclude_kinds``.
+
+    Without exclusions these are ``list_tasks(env, "train", n)``. A warm start from them has never
+    seen the kinds left out, while RL and the evaluations, which list their own tasks, still meet
+    every kind. A kind ``env`` does not have, or leaving out all of them, is a ValueError naming the
+    env's kinds.
+
+    >>> [t.kind for t in demonstration_tasks("alfworld", 3, ["look_at_obj_in_light"])]
+    ['pick_and_place_simple', 'pick_clean_then_place_in_recep', 'pick_heat_then_place_in_recep']
+    >>> demonstration_tasks("alfworld", 3, ["look_at_lamp"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: no task kind 'look_at_lamp' in alfworld; its kinds: look_at_obj_in_light, pick_and_place_simple, ...
+    """
+    from rspo_kit.envs.registry import list_tasks
+
+    train = list_tasks(env, split="train")
+    if not exclude_kinds:
+        return train[:n]
+    known = sorted({t.kind for t in train if t.kind})
+    unknown = [k for k in exclude_kinds if k not in known]
+    if unknown:
+        kinds = ", ".join(known) or "none (its tasks name no Task.kind)"
+        raise ValueError(f"no task kind {', '.join(map(repr, unknown))} in {env}; its kinds: {kinds}")
+    kept = [t for t in train if t.kind not in exclude_kinds]
+    if not kept:
+        raise ValueError(
+            f"leaving out {', '.join(exclude_kinds)} leaves no train task of {env} to demonstrate"
+        )
+    return kept[:n]
+
+
 def collect_demonstrations(
     policy: Policy,
     runner: BatchRunner,

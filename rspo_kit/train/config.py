@@ -43,10 +43,13 @@ def _holds(value: Any, kind: Any) -> bool:
         return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
     if kind is type(None):
         return value is None
+    if get_origin(kind) is tuple:  # tuple[str, ...]: a tuple whose items are all of the item type
+        return isinstance(value, tuple) and all(_holds(v, get_args(kind)[0]) for v in value)
     return isinstance(value, kind) if isinstance(kind, type) else True
 
 
 _TYPE_NAMES = {bool: "true or false", int: "an integer", float: "a finite number", str: "a string"}
+_TYPE_NAMES |= {tuple[str, ...]: "a tuple of names"}
 
 
 def _check_types(obj: Any) -> None:
@@ -126,6 +129,10 @@ class PolicyConfig:
     # the env whose demonstrations the warm start learns from, under that env's own episode cap (None:
     # the run's env and cap): one warm start shared by levels that differ in what RL trains on
     sft_env: str | None = None
+    # task kinds (Task.kind, e.g. ALFWorld's "look_at_obj_in_light") the warm start's demonstrations
+    # leave out: a start that has never seen them, so its groups on them fail every time; RL and the
+    # evaluations still use every kind (the demonstrations are sft_demo_tasks train tasks of the others)
+    sft_exclude_kinds: tuple[str, ...] = ()
     lora: bool | None = None  # None: LoRA for pretrained models, full fine-tuning for tiny/small
     lora_rank: int = 16
     temperature: float = 1.0  # sampling temperature of training rollouts (log-probs use the same)
@@ -136,6 +143,8 @@ class PolicyConfig:
     choice_score: Literal["sum", "mean"] = "sum"
 
     def __post_init__(self) -> None:
+        if isinstance(self.sft_exclude_kinds, list):  # as config.json and JSON overrides hold it
+            self.sft_exclude_kinds = tuple(self.sft_exclude_kinds)
         _check_types(self)
         _require(self, "preset", self.preset != "", "a preset, a policy folder or a HF id")
         _require(self, "sft_demo_tasks", self.sft_demo_tasks >= 1, ">= 1")
@@ -146,6 +155,8 @@ class PolicyConfig:
         _require(self, "sft_dagger_rounds", self.sft_dagger_rounds >= 0, ">= 0")
         _require(self, "sft_label_noise", 0 <= self.sft_label_noise < 1, "in [0, 1)")
         _require(self, "sft_env", self.sft_env != "", "None or an env name")
+        kinds = self.sft_exclude_kinds
+        _require(self, "sft_exclude_kinds", all(kinds) and len(set(kinds)) == len(kinds), "distinct kinds")
         _require(self, "temperature", self.temperature > 0, "> 0")
         _require(self, "lora_rank", self.lora_rank >= 1, ">= 1")
         _require(self, "max_new_tokens", self.max_new_tokens >= 1, ">= 1")
@@ -418,18 +429,22 @@ class RunConfig:
 
 
 _WHAT = {bool: "true or false", int: "an integer", float: "a number", type(None): "none"}
+_WHAT |= {tuple[str, ...]: "names, comma-separated"}
 
 
 def _parse(dotted: str, value: Any, hint: Any) -> Any:
     """A value for a field of type ``hint``, or a ValueError naming ``dotted``.
 
     Text is parsed as the field's type (``int | None`` accepts "none"; a boolean is exactly one of
-    true/false/1/0/yes/no in any case); any other value must be of the type already (an integer is a
-    number, 0 and 1 are booleans), so that a notebook's 2.5 never becomes an iteration count. Literal
-    fields take any value here: ``validate()`` names their allowed values.
+    true/false/1/0/yes/no in any case; a tuple of names is comma-separated, "" none); any other value
+    must be of the type already (an integer is a number, 0 and 1 are booleans, a list of names is a
+    tuple), so that a notebook's 2.5 never becomes an iteration count. Literal fields take any value
+    here: ``validate()`` names their allowed values.
 
     >>> _parse("train.max_env_steps", "none", int | None), _parse("policy.lora", "Yes", bool | None)
     (None, True)
+    >>> _parse("policy.sft_exclude_kinds", "a, b", tuple[str, ...]), _parse("x.y", ["a"], tuple[str, ...])
+    (('a', 'b'), ('a',))
     >>> _parse("algo.lr", "abc", float)
     Traceback (most recent call last):
     ValueError: algo.lr = 'abc': must be a number
@@ -446,6 +461,10 @@ def _parse(dotted: str, value: Any, hint: Any) -> Any:
         return None
     if any(get_origin(kind) is Literal for kind in kinds):
         return value
+    if any(get_origin(kind) is tuple for kind in kinds):
+        names = value.split(",") if isinstance(value, str) else value
+        if isinstance(names, list | tuple) and all(isinstance(n, str) for n in names):
+            return tuple(n.strip() for n in names if n.strip())
     if text is None:
         for kind in kinds:
             if kind is bool and type(value) is int and value in (0, 1):

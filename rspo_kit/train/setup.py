@@ -20,6 +20,7 @@ from pathlib import Path
 
 import torch
 
+from rspo_kit.envs.base import Task
 from rspo_kit.envs.registry import load_env_module
 from rspo_kit.paths import atomic_write_text, cache_dir, repository_path
 from rspo_kit.policy.models import CORPUS_VERSION, build_preset, corpus_env, load_model, weights_digest
@@ -65,6 +66,7 @@ def warmstart_recipe(cfg: RunConfig) -> dict:
         # only where set: the keys of warm starts without DAgger rounds stay what they are
         **({"dagger_rounds": p.sft_dagger_rounds} if p.sft_dagger_rounds else {}),
         **({"label_noise": p.sft_label_noise} if p.sft_label_noise else {}),
+        **({"exclude_kinds": sorted(p.sft_exclude_kinds)} if p.sft_exclude_kinds else {}),
         # a scratch preset's tokenizer and initial weights follow the corpus: a warm start built here
         # from an older corpus must not be reused (one installed from a folder carries its own tokenizer)
         **({"corpus": CORPUS_VERSION} if p.preset in SCRATCH_PRESETS and not p.warmstart_from else {}),
@@ -72,6 +74,19 @@ def warmstart_recipe(cfg: RunConfig) -> dict:
         **({"corpus_env": tokenizer_env(cfg)} if tokenizer_env(cfg) and not p.warmstart_from else {}),
         "version": 6,  # bump when the SFT recipe, the prompt layout or the memory changes
     }
+
+
+def demonstration_tasks(cfg: RunConfig) -> list[Task]:
+    """The train tasks whose demonstrations ``cfg``'s warm start learns from: ``policy.sft_demo_tasks``
+    of ``policy.sft_env`` (else the run's env), leaving out ``policy.sft_exclude_kinds``; a kind the
+    env does not have is a ValueError naming the field and the env's kinds."""
+    from rspo_kit.policy import sft
+
+    p = cfg.policy
+    try:
+        return sft.demonstration_tasks(p.sft_env or cfg.env.name, p.sft_demo_tasks, p.sft_exclude_kinds)
+    except ValueError as err:
+        raise ValueError(f"policy.sft_exclude_kinds = {p.sft_exclude_kinds!r}: {err}") from None
 
 
 def warmstart_key(cfg: RunConfig) -> str:
@@ -92,6 +107,7 @@ def initial_policy(cfg: RunConfig, progress_bar: bool = True) -> tuple[Policy, d
     if not cfg.policy.warmstart:
         policy = Policy.load(preset_source(cfg, cfg.train.seed), mode=mode, seed=cfg.train.seed)
         return policy, {"warmstart": None, "preset": cfg.policy.preset}
+    tasks = demonstration_tasks(cfg)  # a kind the env lacks fails here, before an install or SFT
     source = {"installed_from": cfg.policy.warmstart_from} if cfg.policy.warmstart_from else {}
     if source:
         install_warmstart(cfg, cfg.policy.warmstart_from)
@@ -99,7 +115,6 @@ def initial_policy(cfg: RunConfig, progress_bar: bool = True) -> tuple[Policy, d
     if (folder / "config.json").exists():
         return Policy.load(str(folder), mode=mode), {"warmstart": str(folder), "cached": True, **source}
     from rspo_kit.envs.batch import BatchRunner
-    from rspo_kit.envs.registry import list_tasks
     from rspo_kit.policy.sft import SFTConfig, save_policy, warm_start
 
     policy = Policy.load(preset_source(cfg, 0), mode=mode, seed=0)  # one warm start shared by all seeds
@@ -118,7 +133,6 @@ def initial_policy(cfg: RunConfig, progress_bar: bool = True) -> tuple[Policy, d
     env = cfg.policy.sft_env or cfg.env.name
     kwargs = {"engine": cfg.env.engine} if cfg.policy.sft_env and cfg.env.engine else cfg.env.env_kwargs
     with BatchRunner(env, n_workers=cfg.env.n_workers, env_kwargs=kwargs) as runner:
-        tasks = list_tasks(env, split="train", n=cfg.policy.sft_demo_tasks)
         done = warm_start(policy, runner, tasks, sft_cfg, progress_bar=progress_bar)
     save_policy(policy, folder)
     report = {
