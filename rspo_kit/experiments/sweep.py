@@ -35,7 +35,9 @@ UPPERCASE parameters and grids of config fields report in the same columns.
 
 Cells run in separate processes, at most one per CPU core. A notebook with a ``THREADS`` parameter
 gets the preset's ``train.threads``, else cores // workers torch threads, unless ``THREADS`` is
-given, so parallel cells do not fight over the cores. papermill (the ``notebook`` extra) is imported
+given, so parallel cells do not fight over the cores. ``--backend ray`` runs each cell as a Ray task
+instead, on a cluster (``--address``) or on a Ray of this machine, with the same files and resume
+rules; a cell whose worker dies is retried from its checkpoint (``rspo_kit.experiments.ray_backend``). papermill (the ``notebook`` extra) is imported
 only when a sweep runs. ``--env-module M`` imports a module of one's own that registers the env of
 the cells (``-p ENV mygame``) and passes it to every cell as its ``ENV_MODULE``.
 """
@@ -61,12 +63,13 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from rspo_kit.envs.registry import ENV_MODULE_HELP, EnvModuleError, load_env_modules, portable_env_module
+from rspo_kit.experiments.ray_backend import RayMissing
 from rspo_kit.paths import atomic_write_text
 from rspo_kit.records.files import read_json
 from rspo_kit.records.metrics import METRICS_FILE
@@ -74,6 +77,8 @@ from rspo_kit.records.notebook import RESULTS_FILE, NoResults, has_results, read
 
 KERNEL_NAME = "rspo-kit"  # registered from this virtualenv by ensure_kernel() / `make kernel`
 MANIFEST = "sweep.json"
+BACKENDS = ("local", "ray")  # where cells run: a local process pool, or Ray tasks (ray_backend)
+Backend = Literal["local", "ray"]
 SEED_KEY = "train.seed"  # the key whose values are replicates: summaries average over it
 CURVE_X = "curve_env_steps"  # recorded list: the x of every learning curve a notebook records
 REFERENCE_RUN = "warmstart_run"  # the run folder of --reference-run, beside the cells
@@ -318,11 +323,13 @@ def _run_cell(
     kernel_name: str,
     threads: int | None,
     timeout_s: float | None,
+    cwd: str | None = None,
 ) -> tuple[float, str | None]:
     """Execute one cell in this (worker) process; returns (seconds, error or None).
 
     The kernel's own stdout/stderr (startup warnings, crashes) go to ``<cell>.log`` next to the
-    output notebook; what the notebook prints is in the notebook.
+    output notebook; what the notebook prints is in the notebook. ``cwd``: the kernel's working
+    directory (None: this process's).
     """
     import papermill as pm
 
@@ -340,6 +347,7 @@ def _run_cell(
                 kernel_name=kernel_name,
                 progress_bar=False,
                 execution_timeout=timeout_s,
+                cwd=cwd,
             )
     except pm.PapermillExecutionError as err:  # a failing cell is reported, the others go on
         return time.perf_counter() - start, f"{err.ename}: {err.evalue} (cell {err.exec_count}; see {output})"
@@ -408,8 +416,18 @@ def _locked(path: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _write_manifest(out: Path, notebook: Path, grid: Mapping, parameters: Mapping, cells: list[Cell]) -> None:
-    """Create or extend ``sweep.json``: cells of earlier invocations with other grids are kept.
+def _write_manifest(
+    out: Path,
+    notebook: Path,
+    grid: Mapping,
+    parameters: Mapping,
+    cells: list[Cell],
+    backend: str = "local",
+    address: str | None = None,
+) -> None:
+    """Create or extend ``sweep.json``: cells of earlier invocations with other grids are kept; the
+    notebook, fixed parameters, ``backend`` and ``address`` (Ray's; None for the local pool) are this
+    invocation's.
 
     Safe when several sweeps into one ``out`` start at once (one cell each, a core each): the read and
     the write happen under a lock, through a temporary file of this process's own (``atomic_write_text``).
@@ -419,6 +437,7 @@ def _write_manifest(out: Path, notebook: Path, grid: Mapping, parameters: Mappin
         manifest = json.loads(path.read_text()) if path.exists() else {"cells": {}}
         keys = list(dict.fromkeys([*manifest.get("keys", []), *grid]))
         manifest.update(notebook=str(notebook), keys=keys, parameters=dict(parameters))
+        manifest.update(backend=backend, address=address)
         manifest["cells"].update({c.name: c.params for c in cells})
         atomic_write_text(path, json.dumps(manifest, indent=1, default=str) + "\n")
 
@@ -445,6 +464,10 @@ def run_sweep(
     fresh: bool = False,
     progress_s: float | None = 600.0,
     log: Callable[[str], None] | None = print,
+    backend: Backend = "local",
+    address: str | None = None,
+    cpus_per_cell: float | None = None,
+    gpus_per_cell: float | None = None,
 ) -> list[CellOutcome]:
     """Run ``notebook`` once per grid cell into ``out_dir`` (see the module docstring).
 
@@ -453,15 +476,28 @@ def run_sweep(
     notebook cell's execution. Every ``progress_s`` seconds without a cell ending, the running
     cells' progress is logged (``cell_progress``; None: never). ``fresh`` deletes the run
     directories of unfinished cells first, so they start from scratch instead of from their
-    checkpoints. Returns one outcome per grid cell, in grid order.
+    checkpoints. ``backend``: "local", a pool of ``workers`` processes, or "ray", a Ray task per
+    cell (``rspo_kit.experiments.ray_backend``: ``address``, else a Ray on this machine; each cell
+    holds ``cpus_per_cell`` CPUs and ``gpus_per_cell`` GPUs, by default what its preset needs).
+    Returns one outcome per grid cell, in grid order.
     """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     notebook, out = Path(notebook), Path(out_dir)
     if not notebook.is_file():
         raise FileNotFoundError(f"no notebook at {notebook}")
+    fixed = dict(parameters or {})
+    on_ray, ray_address = None, None
+    if backend == "ray":  # before any file is written: a missing Ray or a bad resource fails first
+        from rspo_kit.experiments.ray_backend import LOCAL, import_ray, ray_cells
+
+        import_ray()
+        on_ray = ray_cells(fixed, address, cpus_per_cell, gpus_per_cell)
+        ray_address = address or LOCAL
+        out = out.resolve()  # the tasks may run in another working directory, or on another node
     out.mkdir(parents=True, exist_ok=True)
     cells = plan(grid, out)
-    fixed = dict(parameters or {})
-    _write_manifest(out, notebook, grid, fixed, cells)
+    _write_manifest(out, notebook, grid, fixed, cells, backend, ray_address)
     say = log or (lambda _msg: None)
 
     outcomes = {c.name: CellOutcome(c.name, "skipped") for c in cells if has_results(c.notebook)}
@@ -474,7 +510,10 @@ def run_sweep(
             check_config_fields({**fixed, **c.params})
             notebook_parameters({**fixed, **c.params}, known)
         n_workers = max(1, min(workers, usable_cores(), len(todo)))
-        threads = fixed.get("THREADS") or preset_threads(fixed) or max(1, usable_cores() // n_workers)
+        if on_ray:
+            threads = on_ray.threads
+        else:
+            threads = fixed.get("THREADS") or preset_threads(fixed) or max(1, usable_cores() // n_workers)
         for c in todo:
             if fresh:
                 shutil.rmtree(c.run_dir, ignore_errors=True)  # a failed or killed run's checkpoints
@@ -487,7 +526,12 @@ def run_sweep(
                 params.setdefault("THREADS", threads)
             jobs.append((c, params))
         kernel = kernel_name or ensure_kernel()
-        ran = _execute(notebook, jobs, kernel, n_workers, threads, timeout_s, progress_s, say)
+        if on_ray:
+            from rspo_kit.experiments.ray_backend import execute_on_ray
+
+            ran = execute_on_ray(notebook.resolve(), jobs, kernel, on_ray, timeout_s, progress_s, say)
+        else:
+            ran = _execute(notebook, jobs, kernel, n_workers, threads, timeout_s, progress_s, say)
         for c, seconds, error in ran:
             outcomes[c.name] = CellOutcome(c.name, "failed" if error else "finished", seconds, error)
             say(f"  {c.name}: {'FAILED ' + error if error else 'finished'} ({seconds:.0f} s)")
@@ -860,7 +904,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         '\'{"algo.name": ["grpo", "gigpo"], "variant": ["plain", "rspo"], "train.seed": [0, 1, 2]}\'',
     )
     ap.add_argument("--out", required=True, help="output folder (rerun the same command to resume)")
-    ap.add_argument("--workers", type=int, default=1, help="parallel cells (capped at the CPU cores)")
+    ap.add_argument(
+        "--workers", type=int, default=1, help="parallel cells of the local backend (capped at the CPU cores)"
+    )
+    ap.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="local",
+        help="local: a process pool on this machine; ray: a Ray task per cell (the cluster extra: "
+        "pip install -e '.[cluster]')",
+    )
+    ap.add_argument(
+        "--address",
+        default=None,
+        help="with --backend ray: the Ray cluster to run on (host:port of `ray start --head`, or auto); "
+        "default: a Ray started on this machine, sized to its cores. OUT must be a path every node sees",
+    )
+    ap.add_argument(
+        "--cpus-per-cell",
+        type=float,
+        default=None,
+        metavar="N",
+        help="with --backend ray: CPUs each cell holds, its torch threads (default: the preset's threads, else 1)",
+    )
+    ap.add_argument(
+        "--gpus-per-cell",
+        type=float,
+        default=None,
+        metavar="N",
+        help="with --backend ray: GPUs each cell holds (default: 1 for a preset on a pretrained model, else 0)",
+    )
     ap.add_argument(
         "--preset", default=None, help="the PRESET of every cell, e.g. alfworld-40k or webshop-7k"
     )
@@ -904,6 +977,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="rerun unfinished cells from scratch: delete their run directories (and checkpoints) first",
     )
     args = ap.parse_args(argv)
+    ray_only = {
+        "--address": args.address,
+        "--cpus-per-cell": args.cpus_per_cell,
+        "--gpus-per-cell": args.gpus_per_cell,
+    }
+    given = [flag for flag, value in ray_only.items() if value is not None]
+    if given and args.backend != "ray":
+        ap.error(f"{', '.join(given)} go with --backend ray")
     grid = json.loads(args.grid)
     if not isinstance(grid, dict):
         ap.error("--grid must be a JSON object of lists")
@@ -937,7 +1018,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             timeout_s=args.timeout,
             fresh=args.fresh,
             progress_s=args.progress_every or None,
+            backend=args.backend,
+            address=args.address,
+            cpus_per_cell=args.cpus_per_cell,
+            gpus_per_cell=args.gpus_per_cell,
         )
+    except RayMissing as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the workers are already stopped
         print("rerun the same command to resume", file=sys.stderr)
         return 130
