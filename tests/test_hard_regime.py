@@ -105,3 +105,114 @@ def test_the_warmstart_cli_refuses_a_kind_the_env_lacks(capsys):
         main(["--env", "alfworld", "--exclude-kinds", "look_at_obj_in_light,pick_three"])
     assert stop.value.code == 2
     assert "--exclude-kinds: no task kind 'pick_three' in alfworld" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------ report
+TASK_KINDS = ("look", "pick", "two", "pick")  # tasks t0..t3 of a synthetic final/eval
+
+
+def _episodes(wins: list[int]) -> list[dict]:
+    return [
+        {"task_id": f"t{i}", "kind": k, "sample": 0, "won": bool(w), "score": float(w), "steps": 5}
+        for i, (k, w) in enumerate(zip(TASK_KINDS, wins, strict=True))
+    ]
+
+
+def _kind_sweep(out, parameters: dict):
+    """An archived sweep of variant × seed under ``parameters`` whose cells recorded final episodes:
+    RSPO wins one of the two left-out tasks (t0, t2) each seed, plain none; on the others they tie
+    on average."""
+    from rspo_kit.experiments.sweep import plan
+    from rspo_kit.records import write_episodes
+
+    won = {"rspo": [[1, 1, 0, 1], [0, 1, 1, 0]], "plain": [[0, 1, 0, 1], [0, 0, 0, 1]]}
+    grid = {"variant": list(won), "train.seed": [0, 1]}
+    cells = {c.name: c.params for c in plan(grid, out)}
+    out.mkdir()
+    manifest = {"keys": list(grid), "cells": cells, "parameters": parameters}
+    (out / "sweep.json").write_text(json.dumps(manifest))
+    for name, params in cells.items():
+        wins = won[params["variant"]][params["train.seed"]]
+        (out / name).mkdir()
+        (out / name / "results.json").write_text(json.dumps({"final_eval_success": sum(wins) / 4}))
+        write_episodes(out / name, "final/eval", _episodes(wins))
+    write_episodes(out / "warmstart_run", "final/eval", _episodes([0, 1, 0, 0]))
+    return out
+
+
+def _section(lines: list[str], head: str, rows: int) -> dict[str, dict[str, str]]:
+    """The Markdown table under the line starting with ``head``: {row name: {header: cell}}, a row
+    named by its first column, and by its evaluation too where the table has one."""
+    first = next(i for i, line in enumerate(lines) if line.startswith(head))
+    table = [[c.strip() for c in line.strip("|").split("|")] for line in lines[first + 2 : first + 4 + rows]]
+    header, _, *body = table
+    named = [
+        row[0] + (f" {row[header.index('evaluation')]}" if "evaluation" in header else "") for row in body
+    ]
+    return {name: dict(zip(header, row, strict=True)) for name, row in zip(named, body, strict=True)}
+
+
+def test_report_by_kind_splits_the_final_evaluations_into_kinds_left_out_and_kinds_shown(tmp_path, capsys):
+    from rspo_kit.experiments.report import main as report_main
+
+    fixed = {"PRESET": "alfworld-40k", "policy.sft_exclude_kinds": "two,look"}
+    sweep = _kind_sweep(tmp_path / "sweep", fixed)
+    argv = [
+        str(sweep),
+        "--by-kind",
+        "--paired",
+        "variant=rspo,plain",
+        "--reference",
+        str(sweep / "warmstart_run"),
+    ]
+    assert report_main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    kinds = _section(lines, "By task kind: the kinds the warm start left out (look, two)", 2)
+    # left out (t0, t2): RSPO 1/2 both seeds, plain 0; shown (t1, t3): 2/2 and 1/2 for both, whose
+    # mean 75 has sd 35.36, se 25 and t(1) = 12.706: ±317.66
+    assert kinds["rspo"]["final_eval_left_out_kinds_success"] == "50.0 / 50.0 → 50.0 [50.0, 50.0]"
+    assert kinds["plain"]["final_eval_left_out_kinds_success"] == "0.0 / 0.0 → 0.0 [0.0, 0.0]"
+    assert kinds["rspo"]["final_eval_sft_kinds_success"] == "100.0 / 50.0 → 75.0 [-242.6, 392.6]"
+    assert kinds["plain"]["final_eval_sft_kinds_success"] == kinds["rspo"]["final_eval_sft_kinds_success"]
+    assert (
+        "The reference run: final_eval_left_out_kinds_success 0.0, final_eval_sft_kinds_success 50.0."
+        in lines
+    )
+    # task by task, rspo − plain: t0 and t2 +0.5 each (won only by RSPO: seed 0's t0, seed 1's t2);
+    # t1 +0.5 and t3 −0.5 (seed 1 each way): mean 0, sd 0.707, se 0.5, t(1) = 12.706: ±635.3
+    paired = _section(lines, "Paired by seed and task", 2)
+    left, shown = (
+        paired["variant=rspo − variant=plain final/eval:left_out_kinds"],
+        paired["variant=rspo − variant=plain final/eval:sft_kinds"],
+    )
+    assert (left["tasks"], left["episodes won only by a / b"], left["success"]) == (
+        "2",
+        "2 / 0",
+        "+50.0 [+50.0, +50.0]",
+    )
+    assert (shown["tasks"], shown["episodes won only by a / b"], shown["success"]) == (
+        "2",
+        "1 / 1",
+        "+0.0 [-635.3, +635.3]",
+    )
+    against = next(i for i, line in enumerate(lines) if line.startswith("Against the reference run"))
+    assert any("final/eval:left_out_kinds" in line for line in lines[against : against + 8])
+
+    # the kinds named on the command line give the same split; a kind no episode has is an error
+    assert report_main([str(sweep), "--by-kind", "look,two"]) == 0
+    assert "| rspo | 0, 1 | 50.0 / 50.0 → 50.0 [50.0, 50.0] |" in capsys.readouterr().out
+    assert report_main([str(sweep), "--by-kind", "lamp"]) == 2
+    assert (
+        "no final episode is of a kind left out (lamp); the episodes' kinds: look, pick, two"
+        in capsys.readouterr().err
+    )
+
+
+def test_report_by_kind_needs_kinds_where_the_warm_start_left_none_out(tmp_path, capsys):
+    from rspo_kit.experiments.report import main as report_main
+
+    sweep = _kind_sweep(tmp_path / "sweep", {"PRESET": "alfworld-40k"})
+    assert report_main([str(sweep), "--by-kind"]) == 2
+    assert "left no task kind out (policy.sft_exclude_kinds is empty)" in capsys.readouterr().err
+    assert report_main([str(sweep)]) == 0
+    assert "By task kind" not in capsys.readouterr().out  # no split unless asked

@@ -23,7 +23,10 @@ one run the same way (``reference_table``), e.g. with the warm start (``sweep --
 evaluates it into ``OUT/warmstart_run``): did training move the runs past where they started?
 Several folders are read as one sweep (``report OUT OUT2``): seeds or a new knob added later, in a
 second folder with a later checkout (``pooled_sweep``); ``--curves PAGE`` draws their learning curves
-together (``curves_page``).
+together (``curves_page``). ``--by-kind`` splits every final evaluation in two by task kind: the kinds
+the warm start's demonstrations left out (``policy.sft_exclude_kinds``, or the kinds named) and the
+kinds they showed (``split_by_kind``): a table of each half's success seed by seed (``kind_table``),
+and the task-by-task tables per half.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import contextlib
 import json
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -383,6 +386,84 @@ def _difference(values: pd.Series, unit: Unit) -> str:
     return f"{value_text(mean, unit, True)} [{value_text(low, unit, True)}, {value_text(high, unit, True)}]"
 
 
+# the field that names the task kinds a warm start never saw, and the two halves of an evaluation
+EXCLUDE_FIELD = "policy.sft_exclude_kinds"
+KIND_HALVES = ("left_out_kinds", "sft_kinds")
+
+
+def split_by_kind(episodes: pd.DataFrame, left_out: Collection[str]) -> pd.DataFrame:
+    """``episodes`` (``load_episodes``) with every evaluation split in two by task kind:
+    ``final/eval:left_out_kinds`` holds the episodes of the kinds in ``left_out``, ``final/eval:sft_kinds``
+    the others; evaluations in order, each half after its evaluation's left-out one.
+
+    >>> ep = pd.DataFrame({"evaluation": ["final/eval"] * 3, "kind": ["a", "b", "a"], "won": [1, 0, 0]})
+    >>> split_by_kind(ep, ["b"])["evaluation"].tolist()
+    ['final/eval:left_out_kinds', 'final/eval:sft_kinds', 'final/eval:sft_kinds']
+    """
+    half = episodes["kind"].isin(list(left_out)).map({True: KIND_HALVES[0], False: KIND_HALVES[1]})
+    split = episodes.assign(evaluation=episodes["evaluation"] + ":" + half)
+    return split.sort_values("evaluation", kind="stable", ignore_index=True)
+
+
+def kind_metric(evaluation: str) -> str:
+    """The column name of a split evaluation's success, as the cells' own final metrics are named.
+
+    >>> kind_metric("final_sampled/eval_unseen:left_out_kinds")
+    'final_sampled_eval_unseen_left_out_kinds_success'
+    """
+    return evaluation.replace("/", "_").replace(":", "_") + "_success"
+
+
+def kind_table(table: pd.DataFrame, episodes: Mapping[str, pd.DataFrame], by: Sequence[str]) -> pd.DataFrame:
+    """One row per finished cell with episodes (already ``split_by_kind``): its grid values and the
+    success of each half of each final evaluation (``kind_metric`` columns), for ``markdown_table``."""
+    rows = []
+    for row in table.to_dict("records"):
+        if row["cell"] not in episodes:
+            continue
+        success = episodes[row["cell"]].groupby("evaluation", sort=False)["won"].mean()
+        keys = {k: row[k] for k in [*by, SEED_KEY] if k in row}
+        rows.append(keys | {kind_metric(e): float(v) for e, v in success.items()})
+    return _frame(rows, by)
+
+
+def sweep_left_out_kinds(out_dirs: Sequence[str | Path], manifest: Mapping) -> tuple[str, ...]:
+    """The task kinds the warm start of a sweep's cells left out: ``policy.sft_exclude_kinds`` as
+    they ran with it (a grid key, a fixed parameter, else their preset's). A ValueError where the
+    cells differ in it or none was left out: then name the kinds (``--by-kind KIND,KIND``)."""
+    if EXCLUDE_FIELD in manifest["keys"]:
+        values = {tuple(_names(c.get(EXCLUDE_FIELD))) for c in manifest["cells"].values()}
+    else:
+        values = {tuple(_names(_ran_with_field(d, EXCLUDE_FIELD))) for d in out_dirs}
+    if len(values) > 1:
+        shown = " vs ".join(", ".join(v) or "none" for v in sorted(values))
+        raise ValueError(
+            f"the cells left out different kinds ({EXCLUDE_FIELD}: {shown}); name the kinds: --by-kind KIND,KIND"
+        )
+    kinds = values.pop()
+    if not kinds:
+        raise ValueError(
+            f"the cells' warm start left no task kind out ({EXCLUDE_FIELD} is empty); name the kinds to "
+            "split by: --by-kind KIND,KIND"
+        )
+    return kinds
+
+
+def _names(value: Any) -> list[str]:
+    """Task kinds as a config holds them (a tuple), a parameter (text, comma-separated) or JSON (a list)."""
+    names = value.split(",") if isinstance(value, str) else list(value or ())
+    return sorted(n.strip() for n in names if n.strip())
+
+
+def _ran_with_field(out_dir: str | Path, dotted: str) -> Any:
+    """The value of config field ``dotted`` that a sweep folder's cells ran with where its grid does
+    not vary it: its fixed parameter, else its preset's (``preset_fields``), else None."""
+    manifest, _ = load_sweep(out_dir)
+    defaults = _notebook_defaults(manifest.get("notebook"))
+    parameters = {k: defaults.get(k) for k in ("PRESET", "env.name")} | manifest.get("parameters", {})
+    return preset_fields(parameters).get(dotted, parameters.get(dotted))
+
+
 def cell_episodes(folders: Mapping[str, Path], cells: Sequence[str]) -> dict[str, pd.DataFrame]:
     """``load_episodes`` of each of ``cells`` that recorded its final evaluations' episodes."""
     found = {}
@@ -719,13 +800,19 @@ def report(
     statistics: bool = False,
     paired: Sequence[Pair] = (),
     reference: str | Path | None = None,
+    by_kind: Sequence[str] | None = None,
 ) -> str:
     """The Markdown report of the sweep in ``out_dirs``, one folder or several read as one sweep
     (``pooled_sweep``; see the module docstring). ``reference``: a run folder with final episodes
-    (e.g. ``OUT/warmstart_run`` of ``sweep --reference-run``) that every group is compared with task by task."""
+    (e.g. ``OUT/warmstart_run`` of ``sweep --reference-run``) that every group is compared with task by
+    task. ``by_kind``: the task kinds to split every final evaluation by (``split_by_kind``), or ``()``
+    for the kinds the cells' warm start left out (``sweep_left_out_kinds``); None does not split."""
     out_dirs = [out_dirs] if isinstance(out_dirs, (str, Path)) else list(out_dirs)
     manifest, rows, folders = pooled_sweep(out_dirs)
     start = load_episodes(reference) if reference is not None else None
+    if by_kind is not None:
+        left_out = tuple(by_kind) or sweep_left_out_kinds(out_dirs, manifest)
+        start = split_by_kind(start, left_out) if start is not None else None
     total = len(manifest["cells"])
     finished = {r["cell"] for r in rows}
     unfinished = [
@@ -740,11 +827,15 @@ def report(
         metrics = list(metrics) or default_metrics(table)
         tables.append(markdown_table(table, [k for k in by if k in table], metrics))
         # the final episodes, read once for the task-by-task tables
-        episodes = cell_episodes(folders, [r["cell"] for r in rows]) if paired or start is not None else {}
+        wanted = paired or start is not None or by_kind is not None
+        episodes = cell_episodes(folders, [r["cell"] for r in rows]) if wanted else {}
         lacking = len(rows) - len(episodes)
         caption = "the interval is over tasks, for these runs" + (
             f"; {lacking} finished cells recorded no episodes" if lacking else ""
         )
+        if by_kind is not None:
+            tables.append(_kind_section(table, episodes, left_out, [k for k in by if k in table], start))
+            episodes = {cell: split_by_kind(e, left_out) for cell, e in episodes.items()}
         if paired:  # one table per set of paired keys, grouped by every other key that varies
             per_keys: dict[tuple[str, ...], list[Pair]] = {}
             for pair in paired:
@@ -793,6 +884,35 @@ def report(
     return "\n".join(["\n\n".join([*tables, note]), *unfinished])
 
 
+def _kind_section(
+    table: pd.DataFrame,
+    episodes: Mapping[str, pd.DataFrame],
+    left_out: Sequence[str],
+    by: Sequence[str],
+    start: pd.DataFrame | None,
+) -> str:
+    """``--by-kind``'s table: each half's success seed by seed, and the reference run's where there is one."""
+    recorded = {k for e in episodes.values() for k in e["kind"]}
+    if episodes and not recorded & set(left_out):
+        raise ValueError(
+            f"no final episode is of a kind left out ({', '.join(left_out)}); the episodes' kinds: "
+            f"{', '.join(sorted(recorded))}"
+        )
+    split = kind_table(table, {c: split_by_kind(e, left_out) for c, e in episodes.items()}, by)
+    head = (
+        f"By task kind: the kinds the warm start left out ({', '.join(left_out)}) and the kinds it was shown"
+    )
+    if split.empty:
+        return f"{head}: no finished cell recorded its final episodes."
+    metrics = [c for c in split.columns if c.endswith("_success")]
+    lines = [f"{head}:", "", markdown_table(split, by, metrics)]
+    if start is not None:
+        success = start.groupby("evaluation", sort=False)["won"].mean()
+        shown = ", ".join(f"{kind_metric(e)} {value_text(v, 'percent')}" for e, v in success.items())
+        lines += ["", f"The reference run: {shown}."]
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m rspo_kit.experiments.report",
@@ -826,6 +946,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "`sweep --reference-run`), task by task",
     )
     ap.add_argument(
+        "--by-kind",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="KIND[,KIND]",
+        help="split every final evaluation into the task kinds the warm start left out and the others: "
+        f"their success seed by seed, and the task-by-task tables per half (kinds: the cells' {EXCLUDE_FIELD}, "
+        "or those named)",
+    )
+    ap.add_argument(
         "--curves",
         default=None,
         metavar="HTML",
@@ -848,7 +978,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.curves:  # first, so that a curve no cell recorded fails before the report prints
             page = curves_page(args.out, args.curves, args.curve, args.metrics)
             print(f"wrote {page}", file=sys.stderr)
-        print(report(args.out, args.metrics, args.statistics, pairs, args.reference))
+        kinds = None if args.by_kind is None else _names(args.by_kind)
+        print(report(args.out, args.metrics, args.statistics, pairs, args.reference, kinds))
         if args.advantage_share:
             from rspo_kit.experiments.advantage import advantage_share_report
 
