@@ -35,9 +35,10 @@ $(STAMP): pyproject.toml setup.py | sysdeps
 
 setup: $(STAMP)
 
-# The test and lint tools on top (the dev extra: pytest, hypothesis, ruff, nbstripout).
+# The test and lint tools on top (the dev extra: pytest, hypothesis, ruff, nbstripout), and Ray (the
+# cluster extra), which tests/test_sweep_ray.py runs the sweep's Ray backend on.
 $(DEV_STAMP): $(STAMP)
-	$(PY) -m pip install -q -e '.[notebook,dev]'
+	$(PY) -m pip install -q -e '.[notebook,dev,cluster]'
 	touch $@
 
 setup-dev: $(DEV_STAMP)
@@ -95,14 +96,23 @@ demo: setup kernel
 # Resumable: rerun and finished cells are skipped. The full grid is days on a 2-core CPU; a smaller one:
 #   make sweep PROTOCOL=webshop-7k SWEEP_GRID='{"algo.name": ["gigpo"], "variant": ["rspo", "control"], "train.seed": [0]}'
 # SWEEP_ARGS passes more options (--fresh, -p algo.lr 1e-4, ...); docs/experiments.md says more.
+# BACKEND=ray runs the cells as Ray tasks (installs the cluster extra; RAY_ADDRESS=host:port joins a
+# running cluster, else a Ray of this machine; SWEEP_OUT must then be a path every node sees).
 PROTOCOL      ?= alfworld-40k
 SWEEP_GRID    ?= {"algo.name": ["grpo", "ppo", "gigpo"], "variant": ["plain", "rspo", "control", "process", "mix"], "train.seed": [0, 1, 2]}
 SWEEP_OUT     ?= runs/sweeps/$(PROTOCOL)
 SWEEP_WORKERS ?= 2
 SWEEP_ARGS    ?=
-sweep: setup kernel
+BACKEND       ?= local
+CLUSTER_STAMP := $(VENV)/.installed-cluster
+$(CLUSTER_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e '.[notebook,cluster]'
+	touch $@
+
+SWEEP_BACKEND_ARGS = --backend $(BACKEND) $(if $(filter ray,$(BACKEND)),$(if $(RAY_ADDRESS),--address $(RAY_ADDRESS)),--workers $(SWEEP_WORKERS))
+sweep: setup kernel $(if $(filter ray,$(BACKEND)),$(CLUSTER_STAMP))
 	$(PY) -m rspo_kit.experiments.sweep notebooks/04_training.ipynb --preset $(PROTOCOL) --reference-run \
-	  --grid '$(SWEEP_GRID)' --out $(SWEEP_OUT) --workers $(SWEEP_WORKERS) $(SWEEP_ARGS)
+	  --grid '$(SWEEP_GRID)' --out $(SWEEP_OUT) $(SWEEP_BACKEND_ARGS) $(SWEEP_ARGS)
 
 test: setup-dev kernel
 	$(PY) -m pytest
