@@ -8,7 +8,7 @@ import json
 import pytest
 
 from rspo_kit.train import preset
-from rspo_kit.train.config import PolicyConfig, RunConfig
+from rspo_kit.train.config import PolicyConfig, RunConfig, SwapConfig
 
 LEFT_OUT = ("look_at_obj_in_light", "pick_two_obj_and_place")
 
@@ -216,3 +216,24 @@ def test_report_by_kind_needs_kinds_where_the_warm_start_left_none_out(tmp_path,
     assert "left no task kind out (policy.sft_exclude_kinds is empty)" in capsys.readouterr().err
     assert report_main([str(sweep)]) == 0
     assert "By task kind" not in capsys.readouterr().out  # no split unless asked
+
+
+# ------------------------------------------------------------------------------------------ preset
+def test_the_hard_preset_is_the_alfworld_protocol_with_two_kinds_left_out_of_its_warm_start():
+    import dataclasses
+
+    from rspo_kit.envs.registry import list_tasks
+
+    hard, base = preset("alfworld-hard", algo="grpo"), preset("alfworld-40k", algo="grpo")
+    assert set(hard.policy.sft_exclude_kinds) < {t.kind for t in list_tasks("alfworld", "train")}
+    assert len(hard.policy.sft_exclude_kinds) == 2
+    for section in ("env", "reward", "algo", "swap", "train"):  # budget, lr, cap, evaluations, explorer
+        assert getattr(hard, section) == getattr(base, section), section
+    differ = {
+        f.name
+        for f in dataclasses.fields(hard.policy)
+        if getattr(hard.policy, f.name) != getattr(base.policy, f.name)
+    }
+    assert differ <= {"sft_exclude_kinds", "warmstart_from"}
+    assert hard.swap.sync_every == SwapConfig().sync_every  # the config default: the regime map sets it
+    assert preset("alfworld-hard", swap="control").swap.explorer_updates == 0
