@@ -164,17 +164,21 @@ record({"seed": SEED}, RUN_DIR)
 """
 
 
-@needs_ray
-def test_a_failing_cell_fails_once_and_the_others_finish_with_progress_lines(local_ray, tmp_path):
+def _cells_notebook(folder: Path) -> Path:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(PARAMETERS), nbformat.v4.new_code_cell(BODY)]
     nb.cells[0].metadata["tags"] = ["parameters"]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, tmp_path / "cells.ipynb")
-    log, said = tmp_path / "executions.log", []
+    nbformat.write(nb, folder / "cells.ipynb")
+    return folder / "cells.ipynb"
+
+
+@needs_ray
+def test_a_failing_cell_fails_once_and_the_others_finish_with_progress_lines(local_ray, tmp_path):
+    notebook, log, said = _cells_notebook(tmp_path), tmp_path / "executions.log", []
     fixed = {"LOG": str(log), "FAIL": 1, "SLEEP": 3}
     outcomes = run_sweep(
-        tmp_path / "cells.ipynb",
+        notebook,
         {"SEED": [0, 1, 2]},
         tmp_path / "sweep",
         parameters=fixed,
@@ -187,6 +191,43 @@ def test_a_failing_cell_fails_once_and_the_others_finish_with_progress_lines(loc
     assert sorted(log.read_text().split()) == ["0", "1", "2"]  # the failing cell ran once: no retry
     assert "  SEED=0: iteration 3, 1,234 env steps" in said  # the local pool's progress lines
     assert "  SEED=1: FAILED ValueError: seed 1 is a bad parameter" in "\n".join(said)
+
+
+@needs_ray
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_stopping_the_sweep_cancels_its_tasks_and_a_rerun_resumes(local_ray, tmp_path):
+    notebook, log, out = _cells_notebook(tmp_path), tmp_path / "executions.log", tmp_path / "sweep"
+    said = []
+
+    def interrupt_once_running(line: str) -> None:  # Ctrl-C while both CPUs run a cell
+        said.append(line)
+        if line.startswith("  SEED=") and len(_kernels_below(os.getpid())) == 2:
+            raise KeyboardInterrupt
+
+    grid, fixed = {"SEED": [0, 1, 2]}, {"LOG": str(log), "SLEEP": 600}
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(
+            notebook, grid, out, parameters=fixed, backend="ray", progress_s=1, log=interrupt_once_running
+        )
+    assert said[-1].startswith("sweep stopped: its Ray tasks were cancelled")
+    kernels = [kernel for kernel, _ in _kernels_below(os.getpid())]
+    deadline = time.monotonic() + 30
+    while any(_alive(k) for k in kernels) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [k for k in kernels if _alive(k)], "kernels outlived their cancelled tasks"
+    time.sleep(2)
+    assert sorted(log.read_text().split()) == ["0", "1"]  # the queued cell never started
+    outcomes = run_sweep(notebook, grid, out, parameters={"LOG": str(log)}, backend="ray", log=None)
+    assert [o.status for o in outcomes] == ["finished"] * 3
+    assert sorted(log.read_text().split()) == ["0", "0", "1", "1", "2"]
+
+
+@needs_ray
+def test_a_cell_no_node_can_hold_is_an_error_before_any_cell_starts(local_ray, tmp_path):
+    notebook = _cells_notebook(tmp_path)
+    with pytest.raises(ValueError, match=r"no node of the Ray at this machine has 1 CPUs and 1 GPUs"):
+        run_sweep(notebook, {"SEED": [0]}, tmp_path / "sweep", backend="ray", gpus_per_cell=1, log=None)
+    assert not (tmp_path / "sweep" / "SEED=0.ipynb").exists()
 
 
 def test_the_ray_backend_without_ray_says_how_to_install_it(tmp_path, monkeypatch, capsys):
