@@ -162,20 +162,9 @@ def execute_on_ray(
         task = ray.remote(run_cell_on_node).options(
             num_cpus=cells.cpus, num_gpus=cells.gpus, max_retries=MAX_RETRIES, retry_exceptions=False
         )
-        submitted = time.monotonic()
-        refs = {
-            task.remote(
-                str(notebook),
-                str(c.notebook),
-                params,
-                kernel,
-                cells.threads,
-                timeout_s,
-                cells.gpus,
-                os.getcwd(),
-            ): c
-            for c, params in jobs
-        }
+        submitted, cwd = time.monotonic(), os.getcwd()
+        run = (kernel, cells.threads, timeout_s, cells.gpus, cwd)  # the same for every cell
+        refs = {task.remote(str(notebook), str(c.notebook), params, *run): c for c, params in jobs}
         pending = list(refs)
         with _terminate_as_interrupt():  # entered after ray.init, which installs a SIGTERM handler of its own
             try:
@@ -183,9 +172,10 @@ def execute_on_ray(
                     done, pending = ray.wait(pending, num_returns=1, timeout=progress_s)
                     for ref in done:
                         try:
-                            yield (refs[ref], *ray.get(ref))
-                        except ray.exceptions.RayError as err:
-                            yield refs[ref], time.monotonic() - submitted, _failure(ray, err)
+                            seconds, error = ray.get(ref)
+                        except ray.exceptions.RayError as err:  # not the notebook's own error: see _failure
+                            seconds, error = time.monotonic() - submitted, _failure(ray, err)
+                        yield refs[ref], seconds, error
                     if not done:  # a long quiet stretch: say where the running cells are
                         for ref in pending:
                             c = refs[ref]

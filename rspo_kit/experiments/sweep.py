@@ -37,9 +37,10 @@ Cells run in separate processes, at most one per CPU core. A notebook with a ``T
 gets the preset's ``train.threads``, else cores // workers torch threads, unless ``THREADS`` is
 given, so parallel cells do not fight over the cores. ``--backend ray`` runs each cell as a Ray task
 instead, on a cluster (``--address``) or on a Ray of this machine, with the same files and resume
-rules; a cell whose worker dies is retried from its checkpoint (``rspo_kit.experiments.ray_backend``). papermill (the ``notebook`` extra) is imported
-only when a sweep runs. ``--env-module M`` imports a module of one's own that registers the env of
-the cells (``-p ENV mygame``) and passes it to every cell as its ``ENV_MODULE``.
+rules; a cell whose worker dies is retried from its checkpoint (``rspo_kit.experiments.ray_backend``).
+papermill (the ``notebook`` extra) is imported only when a sweep runs. ``--env-module M`` imports a
+module of one's own that registers the env of the cells (``-p ENV mygame``) and passes it to every
+cell as its ``ENV_MODULE``.
 """
 
 from __future__ import annotations
