@@ -76,9 +76,13 @@ def test_the_smoke_grid_on_ray_matches_the_process_pool_cell_by_cell(local_ray, 
         assert len(rows) == 3 and results["iterations"] == 2
         assert (rows, results) == _repeatable(pool_sweep, o.name), o.name
     manifest = json.loads((out / "sweep.json").read_text())
-    assert (manifest["backend"], manifest["address"]) == ("ray", "local")
+    here = local_ray.get_runtime_context().gcs_address  # the Ray this process joined
+    assert (manifest["backend"], manifest["address"]) == ("ray", here)
     assert json.loads((pool_sweep / "sweep.json").read_text())["backend"] == "local"
-    assert said[0] == f"sweep {out}: 4 cells, 0 finished before, 4 to run"
+    assert said[:2] == [
+        f"sweep {out}: 4 cells, 0 finished before, 4 to run",
+        f"on the Ray at {here}: 2 CPUs, 0 GPUs; each cell holds 1 CPUs, 0 GPUs and runs 1 torch threads",
+    ]
     # run again: every cell is finished, nothing is queued on Ray
     again = run_sweep(TRAINING, GRID, out, parameters=SMOKE, backend="ray", log=None)
     assert [o.status for o in again] == ["skipped"] * 4
@@ -228,6 +232,16 @@ def test_a_cell_no_node_can_hold_is_an_error_before_any_cell_starts(local_ray, t
     with pytest.raises(ValueError, match=r"no node of the Ray at this machine has 1 CPUs and 1 GPUs"):
         run_sweep(notebook, {"SEED": [0]}, tmp_path / "sweep", backend="ray", gpus_per_cell=1, log=None)
     assert not (tmp_path / "sweep" / "SEED=0.ipynb").exists()
+
+
+@needs_ray
+def test_the_manifest_records_the_address_given_else_local_for_a_ray_the_sweep_starts(monkeypatch):
+    import ray
+
+    from rspo_kit.experiments.ray_backend import recorded_address
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    assert (recorded_address("10.0.0.1:6379"), recorded_address(None)) == ("10.0.0.1:6379", "local")
 
 
 def test_the_ray_backend_without_ray_says_how_to_install_it(tmp_path, monkeypatch, capsys):

@@ -103,6 +103,15 @@ def run_cell_on_node(
     )
 
 
+def recorded_address(address: str | None) -> str:
+    """The address a sweep's manifest records: the one given, else that of the Ray this process has
+    joined, else ``LOCAL`` (a Ray the sweep starts on this machine)."""
+    ray = import_ray()
+    if address:
+        return address
+    return ray.get_runtime_context().gcs_address if ray.is_initialized() else LOCAL
+
+
 def _connect(ray, address: str | None) -> bool:
     """Join the Ray at ``address``, or start one on this machine; True if this call started it."""
     from rspo_kit.experiments.sweep import usable_cores
@@ -159,6 +168,14 @@ def execute_on_ray(
     started = _connect(ray, cells.address)
     try:
         _check_fits(ray, cells)
+        total = ray.cluster_resources()
+        where = (
+            "a Ray started on this machine" if started else f"the Ray at {recorded_address(cells.address)}"
+        )
+        say(
+            f"on {where}: {total.get('CPU', 0):g} CPUs, {total.get('GPU', 0):g} GPUs; each cell holds "
+            f"{cells.cpus:g} CPUs, {cells.gpus:g} GPUs and runs {cells.threads} torch threads"
+        )
         task = ray.remote(run_cell_on_node).options(
             num_cpus=cells.cpus, num_gpus=cells.gpus, max_retries=MAX_RETRIES, retry_exceptions=False
         )

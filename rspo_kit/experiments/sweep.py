@@ -490,11 +490,10 @@ def run_sweep(
     fixed = dict(parameters or {})
     on_ray, ray_address = None, None
     if backend == "ray":  # before any file is written: a missing Ray or a bad resource fails first
-        from rspo_kit.experiments.ray_backend import LOCAL, import_ray, ray_cells
+        from rspo_kit.experiments.ray_backend import ray_cells, recorded_address
 
-        import_ray()
+        ray_address = recorded_address(address)  # imports Ray: RayMissing without it
         on_ray = ray_cells(fixed, address, cpus_per_cell, gpus_per_cell)
-        ray_address = address or LOCAL
         out = out.resolve()  # the tasks may run in another working directory, or on another node
     out.mkdir(parents=True, exist_ok=True)
     cells = plan(grid, out)
