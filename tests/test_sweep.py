@@ -1092,7 +1092,9 @@ def test_a_run_with_warmstart_from_starts_from_those_weights(tmp_path, monkeypat
     from rspo_kit.policy.rollout import Policy
     from rspo_kit.policy.sft import save_policy
     from rspo_kit.train.config import preset
+    from tests.lock_env import register_lock
 
+    register_lock()  # the "dial" env
     monkeypatch.setattr(setup_module, "cache_dir", lambda: tmp_path / "cache")
     monkeypatch.setenv("RSPO_KIT_DATA", str(paths_module.data_dir()))
     monkeypatch.setattr(paths_module, "_CHECKOUT_DIR", tmp_path / "repo")  # relative paths start here
