@@ -1092,7 +1092,7 @@ def test_a_run_with_warmstart_from_starts_from_those_weights(tmp_path, monkeypat
     from rspo_kit.policy.rollout import Policy
     from rspo_kit.policy.sft import save_policy
     from rspo_kit.train.config import preset
-    from tests.lock_env import register_lock
+    from lock_env import register_lock
 
     register_lock()  # the "dial" env
     monkeypatch.setattr(setup_module, "cache_dir", lambda: tmp_path / "cache")
