@@ -62,7 +62,7 @@ class Quickstart:
     """
 
     level: str = "chain-4x2-cap8"
-    eps: float = 0.0  # reward.misalign_eps: the share of the process reward that a lever pays
+    eps: float = 0.5  # reward.misalign_eps: the share of the process reward that a lever pays
     sync_every: int = 1  # swap.sync_every: B <- A every k iterations (0: at the first only)
     budget: int = 3000
     seed: int = 0
