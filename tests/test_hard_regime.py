@@ -237,3 +237,19 @@ def test_the_hard_preset_is_the_alfworld_protocol_with_two_kinds_left_out_of_its
     assert differ <= {"sft_exclude_kinds", "warmstart_from"}
     assert hard.swap.sync_every == SwapConfig().sync_every  # the config default: the regime map sets it
     assert preset("alfworld-hard", swap="control").swap.explorer_updates == 0
+
+
+def test_the_hard_preset_starts_from_its_committed_warm_start_which_never_wins_the_kinds_left_out():
+    from rspo_kit.paths import repository_path
+    from rspo_kit.records import load_episodes
+    from rspo_kit.train.setup import warmstart_recipe
+
+    cfg = preset("alfworld-hard")
+    folder = repository_path(cfg.policy.warmstart_from)
+    assert json.loads((folder.parent / "recipe.json").read_text()) == warmstart_recipe(cfg)
+    episodes = load_episodes(folder.parent / "evaluation")
+    assert len(episodes) == 4 * 120  # eval and eval_unseen, greedy and sampled
+    left_out = episodes[episodes["kind"].isin(cfg.policy.sft_exclude_kinds)]
+    shown = episodes[~episodes["kind"].isin(cfg.policy.sft_exclude_kinds)]
+    assert len(left_out) == 4 * 40 and not left_out["won"].any()
+    assert shown.groupby("evaluation")["won"].mean().min() > 0.2
