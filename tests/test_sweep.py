@@ -1085,6 +1085,7 @@ def test_protocol_presets_fix_their_env_and_start_from_the_committed_warm_start(
 
 def test_a_run_with_warmstart_from_starts_from_those_weights(tmp_path, monkeypatch):
     import torch
+    from lock_env import register_lock
 
     import rspo_kit.paths as paths_module
     import rspo_kit.train.setup as setup_module
@@ -1092,7 +1093,6 @@ def test_a_run_with_warmstart_from_starts_from_those_weights(tmp_path, monkeypat
     from rspo_kit.policy.rollout import Policy
     from rspo_kit.policy.sft import save_policy
     from rspo_kit.train.config import preset
-    from lock_env import register_lock
 
     register_lock()  # the "dial" env
     monkeypatch.setattr(setup_module, "cache_dir", lambda: tmp_path / "cache")
