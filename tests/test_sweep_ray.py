@@ -220,10 +220,12 @@ def test_stopping_the_sweep_cancels_its_tasks_and_a_rerun_resumes(local_ray, tmp
         time.sleep(0.2)
     assert not [k for k in kernels if _alive(k)], "kernels outlived their cancelled tasks"
     time.sleep(2)
-    assert sorted(log.read_text().split()) == ["0", "1"]  # the queued cell never started
+    # the queued cell never started; a running one may be cancelled before its first cell logs
+    before = log.read_text().split() if log.exists() else []
+    assert "2" not in before and set(before) <= {"0", "1"}, before
     outcomes = run_sweep(notebook, grid, out, parameters={"LOG": str(log)}, backend="ray", log=None)
     assert [o.status for o in outcomes] == ["finished"] * 3
-    assert sorted(log.read_text().split()) == ["0", "0", "1", "1", "2"]
+    assert sorted(log.read_text().split()) == sorted([*before, "0", "1", "2"])
 
 
 @needs_ray
