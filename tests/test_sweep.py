@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import doctest
 import json
 import math
@@ -16,6 +15,7 @@ import nbformat
 import numpy as np
 import pandas as pd
 import pytest
+from processes import alive, descendants
 
 import rspo_kit.experiments.sweep as sweep_module
 import rspo_kit.records.notebook as notebook_module
@@ -703,24 +703,6 @@ def test_cli_passes_typed_parameters_and_exits_nonzero_on_failure(tiny_notebook,
     assert done.returncode == 1 and not left.exists()
 
 
-def _descendants(pid: int) -> set[int]:
-    """Every live process below ``pid`` (Linux /proc)."""
-    found, todo = set(), [pid]
-    while todo:
-        for task in Path(f"/proc/{todo.pop()}/task").glob("*"):
-            with contextlib.suppress(OSError):
-                kids = [int(k) for k in (task / "children").read_text().split()]
-                found.update(kids)
-                todo.extend(kids)
-    return found
-
-
-def _alive(pid: int) -> bool:
-    with contextlib.suppress(OSError):
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    return False
-
-
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
 def test_killing_the_sweep_stops_its_workers_and_kernels(tiny_notebook, tmp_path, sig):
@@ -744,14 +726,14 @@ def test_killing_the_sweep_stops_its_workers_and_kernels(tiny_notebook, tmp_path
         while len(_log_lines(log)) < 2:  # both workers' kernels are inside the notebook
             assert parent.poll() is None and time.monotonic() < deadline, "the sweep did not start"
             time.sleep(0.5)
-        below = _descendants(parent.pid)
+        below = descendants(parent.pid)
         assert len(below) >= 4  # two workers, two kernels
         parent.send_signal(sig)
         parent.wait(timeout=60)
         deadline = time.monotonic() + 30
-        while any(_alive(pid) for pid in below) and time.monotonic() < deadline:
+        while any(alive(pid) for pid in below) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not [pid for pid in below if _alive(pid)], "workers or kernels outlived the sweep"
+        assert not [pid for pid in below if alive(pid)], "workers or kernels outlived the sweep"
     finally:
         if parent.poll() is None:
             parent.kill()

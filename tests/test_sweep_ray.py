@@ -19,6 +19,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from processes import alive, descendants
 
 import rspo_kit.experiments.sweep as sweep_module
 from rspo_kit.experiments import run_sweep
@@ -88,27 +89,10 @@ def test_the_smoke_grid_on_ray_matches_the_process_pool_cell_by_cell(local_ray, 
     assert [o.status for o in again] == ["skipped"] * 4
 
 
-def _descendants(pid: int) -> set[int]:
-    found, todo = set(), [pid]
-    while todo:
-        for task in Path(f"/proc/{todo.pop()}/task").glob("*"):
-            with contextlib.suppress(OSError):
-                kids = [int(k) for k in (task / "children").read_text().split()]
-                found.update(kids)
-                todo.extend(kids)
-    return found
-
-
-def _alive(pid: int) -> bool:
-    with contextlib.suppress(OSError):
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    return False
-
-
 def _kernels_below(pid: int) -> list[tuple[int, int]]:
     """(kernel pid, its parent's pid) of the Jupyter kernels below ``pid``."""
     kernels = []
-    for kid in _descendants(pid):
+    for kid in descendants(pid):
         with contextlib.suppress(OSError):
             if b"ipykernel" in Path(f"/proc/{kid}/cmdline").read_bytes():
                 parent = int(Path(f"/proc/{kid}/stat").read_text().split(")")[-1].split()[1])
@@ -142,7 +126,7 @@ def test_a_cell_whose_worker_is_killed_is_retried_and_ends_as_if_never_killed(
     executed = (out / f"{KILLED}.ipynb").read_text()
     assert "continuing the run in" in executed  # the retry resumed from the checkpoint
     assert _repeatable(out, KILLED) == _repeatable(pool_sweep, KILLED)
-    assert not _alive(kernel), "the killed worker's kernel outlived it"
+    assert not alive(kernel), "the killed worker's kernel outlived it"
 
 
 PARAMETERS = """\
@@ -216,9 +200,9 @@ def test_stopping_the_sweep_cancels_its_tasks_and_a_rerun_resumes(local_ray, tmp
     assert said[-1].startswith("sweep stopped: its Ray tasks were cancelled")
     kernels = [kernel for kernel, _ in _kernels_below(os.getpid())]
     deadline = time.monotonic() + 30
-    while any(_alive(k) for k in kernels) and time.monotonic() < deadline:
+    while any(alive(k) for k in kernels) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not [k for k in kernels if _alive(k)], "kernels outlived their cancelled tasks"
+    assert not [k for k in kernels if alive(k)], "kernels outlived their cancelled tasks"
     time.sleep(2)
     # the queued cell never started; a running one may be cancelled before its first cell logs
     before = log.read_text().split() if log.exists() else []
