@@ -554,6 +554,28 @@ def test_an_env_step_budget_ends_the_run_with_an_evaluation_of_every_final_split
         assert ep["steps"].mean() == m[f"{prefix}/episode_steps"].iloc[-1]
 
 
+def test_a_sampled_only_final_evaluation_plays_no_greedy_episode(tmp_path):
+    from rspo_kit.records import load_episodes
+
+    cfg = _smoke(
+        "dial",
+        "grpo",
+        False,
+        tmp_path,
+        train__iterations=1,
+        train__final_eval_split="eval",
+        train__final_eval_n=3,
+        train__final_eval_sampled=True,
+        train__final_eval_greedy=False,
+    )
+    m = train(cfg).metrics
+    assert m["final_sampled/eval/tasks"].iloc[-1] == 3
+    assert not any(c.startswith("final/") for c in m.columns)
+    assert set(load_episodes(cfg.train.run_dir)["evaluation"]) == {"final_sampled/eval"}
+    with pytest.raises(ValueError, match="final_eval_greedy = False: must be True, or final_eval_sampled"):
+        preset("smoke", train__final_eval_split="eval", train__final_eval_greedy=False).validate()
+
+
 def test_a_run_of_no_iterations_gives_its_starting_policy_every_final_evaluation(tmp_path):
     """What ``make sweep`` does with its warm start, so that every variant can be compared with it."""
     from rspo_kit.records import load_episodes

@@ -299,6 +299,8 @@ class TrainConfig:
     # also evaluate the final splits with sampled actions (one episode per task), as
     # final_sampled/<split>/*: RL optimises the sampled policy, and its greedy mode may move otherwise
     final_eval_sampled: bool = False
+    # the final splits' greedy evaluation (final/<split>/*); False where only sampled actions matter
+    final_eval_greedy: bool = True
     checkpoint_every: int = 1
     run_dir: str | None = None  # None: runs/<time>_<env>_<algo>_<swap>_s<seed>
     threads: int | None = None  # torch threads; None leaves torch's default
@@ -312,6 +314,12 @@ class TrainConfig:
         _require(self, "eval_every", self.eval_every >= 1, ">= 1")
         _require(self, "eval_n", self.eval_n >= 0, ">= 0")
         _require(self, "final_eval_n", self.final_eval_n >= 0, ">= 0")
+        _require(
+            self,
+            "final_eval_greedy",
+            self.final_eval_greedy or self.final_eval_sampled or not self.final_eval_splits,
+            "True, or final_eval_sampled True, where final_eval_split names splits to evaluate",
+        )
         _require(self, "checkpoint_every", self.checkpoint_every >= 1, ">= 1")
         _require(self, "seed", self.seed >= 0, ">= 0")
         _require(self, "threads", self.threads is None or self.threads >= 1, "None or >= 1")

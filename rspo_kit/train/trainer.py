@@ -533,8 +533,9 @@ class Trainer:
 
     def final_evaluation(self, done: Mapping[str, Any] | None = None) -> dict[str, float]:
         """Each of ``train.final_eval_split``'s splits on ``final_eval_n`` tasks, as ``final/<split>/*``
-        (and sampled, as ``final_sampled/<split>/*``, with ``train.final_eval_sampled``); every
-        episode goes to the run's ``final_episodes.parquet`` (``rspo_kit.records.episodes``).
+        (unless ``train.final_eval_greedy`` is False) and sampled, as ``final_sampled/<split>/*``, with
+        ``train.final_eval_sampled``; every episode goes to the run's ``final_episodes.parquet``
+        (``rspo_kit.records.episodes``).
 
         Evaluations that ``done`` (a metrics row) already holds on as many tasks are skipped.
         """
@@ -545,7 +546,8 @@ class Trainer:
         for split in t.final_eval_splits:
             size = float(len(list_tasks(self.cfg.env.name, split, n=n)))
             for prefix, greedy in ((f"final/{split}", True), (f"final_sampled/{split}", False)):
-                if (greedy or t.final_eval_sampled) and done.get(f"{prefix}/tasks") != size:
+                wanted = t.final_eval_greedy if greedy else t.final_eval_sampled
+                if wanted and done.get(f"{prefix}/tasks") != size:
                     res = self._evaluation(split, n, greedy)
                     if res is not None:
                         write_episodes(self.run_dir, prefix, res.episodes)
@@ -724,6 +726,7 @@ RESUMABLE_FIELDS = tuple(
         "final_eval_split",
         "final_eval_n",
         "final_eval_sampled",
+        "final_eval_greedy",
         "checkpoint_every",
         "tables",
         "threads",
