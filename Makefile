@@ -76,7 +76,7 @@ HEADLESS := HF_HUB_DISABLE_PROGRESS_BARS=1 TQDM_DISABLE=1
 
 # Main job: notebooks/00_quickstart.ipynb headless (papermill, through `python -m
 # rspo_kit.experiments.quickstart`, which starts the kernel on local sockets: no warning about plain TCP):
-# plain GRPO, RSPO-GRPO and GRPO on the process reward alone, trained one after another from the chain
+# plain GRPO, RSPO-GRPO and GRPO on the process reward alone, trained side by side from the chain
 # testbed's committed warm start at one budget of env steps, then RSPO − plain and RSPO − process task by
 # task. The cells' printed lines (a progress line per iteration, each figure's text copy) stream to the
 # terminal; then the recorded results. Writes runs/demo/00_quickstart.ipynb (the executed notebook) and

@@ -87,7 +87,7 @@ def check_run(results: dict, iterations: int) -> None:
 def test_00_quickstart_compares_plain_rspo_and_process(kernel, tmp_path):
     # a budget of one iteration each, a few eval tasks: the three runs and every section in seconds
     run_dir = tmp_path / "run"
-    params = dict(BUDGET=100, FINAL_N=4, EVAL_N=1, EVAL_EVERY=1, RUN_DIR=str(run_dir))
+    params = dict(BUDGET=100, FINAL_N=4, RUN_DIR=str(run_dir))
     results = execute("00_quickstart", kernel, tmp_path, **params)
     for variant in ("plain", "rspo", "process"):
         low, high = results[f"{variant}_ci"]

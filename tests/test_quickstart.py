@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
+import torch
 
 from rspo_kit.experiments.quickstart import (
     FINAL,
@@ -45,7 +46,12 @@ def test_each_variant_is_the_chain_protocol_with_the_notebooks_parameters():
     cfg = q.config("rspo")
     assert (cfg.env.name, cfg.reward.misalign_eps, cfg.swap.sync_every) == ("chain-4x2-cap10", 0.5, 0)
     assert (cfg.train.max_env_steps, cfg.train.seed, cfg.algo.name) == (900, 3, "grpo")
-    assert cfg.train.final_eval_split == "eval" and cfg.train.final_eval_sampled
+    assert (
+        cfg.train.final_eval_split == "eval"
+        and cfg.train.final_eval_sampled
+        and not cfg.train.final_eval_greedy
+    )
+    assert cfg.train.eval_n == 0  # the curve is the rollouts' own sampled success
     assert cfg.train.run_dir == "out/rspo" and not cfg.train.progress_bar
     assert cfg.policy.warmstart_from and cfg.policy.warmstart_from.startswith("results/warm_starts/chain4x2")
     with pytest.raises(ValueError, match="'control' is not allowed"):
@@ -129,24 +135,62 @@ def test_progress_line_prints_steps_success_and_rescues():
     assert lines[1].endswith("rollout success nan")
 
 
-def test_run_variants_trains_each_in_order_and_keeps_rspos_swap(tmp_path):
-    calls = []
-
-    def fake_train(cfg, callbacks):
-        calls.append((cfg.swap.mode, cfg.reward.train_on, [type(c).__name__ for c in callbacks]))
-        return SimpleNamespace(run_dir=cfg.train.run_dir, metrics=pd.DataFrame())
-
-    printed: list[str] = []
-    runs = run_variants(
-        Quickstart(run_dir=str(tmp_path), threads=1), train_fn=fake_train, print_fn=printed.append
+def stand_in_train(cfg, callbacks):
+    """``train``'s stand-in (module level: side-by-side runs pickle it into their processes): one progress
+    line, RSPO's keeper given a swap, and the call recorded in the result."""
+    for cb in callbacks:
+        if isinstance(cb, ProgressLine):
+            cb.on_update_end(SimpleNamespace(iteration=1, metrics={"rollout/cumulative_env_steps": 256.0}))
+        if isinstance(cb, SwapKeeper):
+            cb.event, cb.swaps = SimpleNamespace(iteration=7, data={"task": "t"}), 5
+    call = (cfg.swap.mode, cfg.reward.train_on, [type(c).__name__ for c in callbacks])
+    return SimpleNamespace(
+        run_dir=cfg.train.run_dir,
+        metrics=pd.DataFrame(),
+        call=call,
+        threads=(torch.get_num_threads(), cfg.train.threads),
     )
-    assert calls == [
-        ("off", "outcome", ["ProgressLine"]),
-        ("rspo", "outcome", ["ProgressLine", "SwapKeeper"]),
-        ("off", "process", ["ProgressLine"]),
-    ]
+
+
+def failing_train(cfg, callbacks):
+    if cfg.reward.train_on == "process":
+        raise ValueError("no process reward here")
+    return stand_in_train(cfg, callbacks)
+
+
+EXPECTED_CALLS = {
+    "plain": ("off", "outcome", ["ProgressLine"]),
+    "rspo": ("rspo", "outcome", ["ProgressLine", "SwapKeeper"]),
+    "process": ("off", "process", ["ProgressLine"]),
+}
+
+
+@pytest.mark.parametrize("side_by_side", [False, True], ids=["one_after_another", "side_by_side"])
+def test_run_variants_trains_each_and_keeps_rspos_swap(tmp_path, side_by_side):
+    printed: list[str] = []
+    settings = Quickstart(run_dir=str(tmp_path), threads=3, side_by_side=side_by_side)
+    runs = run_variants(settings, train_fn=stand_in_train, print_fn=printed.append)
+    assert {v: r.call for v, r in runs.results.items()} == EXPECTED_CALLS
     assert list(runs.results) == list(VARIANTS) and set(runs.seconds) == set(VARIANTS)
-    assert runs.results["rspo"].run_dir == str(tmp_path / "rspo") and len(printed) == 3
+    assert runs.results["rspo"].run_dir == str(tmp_path / "rspo")
+    # side by side: 3 threads shared by 3 processes; one after another: all 3 for each run (torch's
+    # now, and the config's, which the trainer sets again)
+    threads = 1 if side_by_side else 3
+    assert {r.threads for r in runs.results.values()} == {(threads, threads)}
+    assert runs.swap.event.iteration == 7 and runs.swap.swaps == 5
+    for variant in VARIANTS:  # each variant's progress line, then its done line
+        mine = [line for line in printed if line.startswith(variant)]
+        assert (
+            len(mine) == 2 and "env steps    256" in mine[0] and mine[1].startswith(f"{variant:<8} done in")
+        )
+    if not side_by_side:
+        assert [line.split()[0] for line in printed] == [v for v in VARIANTS for _ in range(2)]
+
+
+def test_a_failing_variant_stops_the_side_by_side_runs_with_its_traceback(tmp_path):
+    settings = Quickstart(run_dir=str(tmp_path), threads=2)
+    with pytest.raises(RuntimeError, match=r"(?s)process run failed.*ValueError: no process reward here"):
+        run_variants(settings, train_fn=failing_train, print_fn=lambda line: None)
 
 
 # -------------------------------------------------------------------------------------- tables
