@@ -44,7 +44,7 @@ from rspo_kit.records import load_metrics
 ARCHIVE = "results/regime_map/archive"  # the committed runs notebook 07 draws by default
 PROTOCOL = "chain-4k"  # the testbed's protocol preset: budget, warm start, evaluations
 SWEEP_OUT = "runs/sweeps/regime_map"
-LEVELS = ["chain-4x2", "chain-4x2-cap10", "chain-4x2-cap8"]
+LEVELS = ["chain-4x2", "chain-4x2-cap10", "chain-4x2-cap8", "chain-4x3-cap8"]
 EPS = [0.0, 0.5, 0.9]
 SEEDS = [0, 1, 2]
 # Four grids into one folder, read as one sweep. The variants without an explorer run once per
