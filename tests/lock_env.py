@@ -2,7 +2,7 @@
 
 Registered as ``dial`` with ``subgoal`` (a new correct digit) and ``hack`` (any press) process
 rewards, so the trainer's tests can check learning in seconds on any algorithm and variant. (Not
-``lock``: the README's register-env example, tested verbatim, registers that name.)
+``lock``: the register-env example of docs/environments.md, tested verbatim, registers that name.)
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The TextEnv protocol as written: ``check_env`` passes the built-in envs and the README's example and
-names what a broken env breaks; the batch runner's defaults for an env without ``info``."""
+"""The TextEnv protocol as written: ``check_env`` passes the built-in envs and the example of
+docs/environments.md and names what a broken env breaks; the batch runner's defaults for an env
+without ``info``."""
 
 from __future__ import annotations
 
@@ -13,17 +14,17 @@ from rspo_kit.envs import EnvCheckError, Observation, StepResult, Task, check_en
 from rspo_kit.envs.base import reset_info, state_info
 from rspo_kit.envs.batch import BatchRunner
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+EXAMPLE_PAGE = Path(__file__).resolve().parents[1] / "docs" / "environments.md"
 
 
-def readme_lock() -> tuple[type, list[Task]]:
-    """The README example's class and tasks, defined without registering (the README's own run, in
+def documented_lock() -> tuple[type, list[Task]]:
+    """The documented example's class and tasks, defined without registering (the example's own run, in
     test_registry_and_batch and test_docs, registers "lock" and calls check_env itself)."""
-    block = re.search(r"<!-- register-env-example -->\s*```python\n(.*?)```", README.read_text(), re.S)
-    assert block, "README lost its register-env example"
+    block = re.search(r"<!-- register-env-example -->\s*```python\n(.*?)```", EXAMPLE_PAGE.read_text(), re.S)
+    assert block, "docs/environments.md lost its register-env example"
     definitions = block.group(1).split("\nregister_env(")[0]
-    namespace: dict = {"__name__": "readme_lock"}
-    exec(compile(definitions, "README.md", "exec"), namespace)
+    namespace: dict = {"__name__": "documented_lock"}
+    exec(compile(definitions, "docs/environments.md", "exec"), namespace)
     tasks = [t for split in ("train", "eval", "eval_unseen") for t in namespace["lock_tasks"](split)]
     return namespace["CombinationLock"], tasks
 
@@ -39,7 +40,7 @@ def test_the_builtin_envs_keep_the_protocol(name, kwargs):
 
 
 def test_the_readme_example_keeps_the_protocol():
-    lock, tasks = readme_lock()
+    lock, tasks = documented_lock()
     report = check_env(lock, tasks, n_random=60)
     assert report.tasks == 6 and report.expert_steps == sum(len(t.meta["code"]) for t in tasks)
     assert report.warnings == []
@@ -205,12 +206,12 @@ def test_without_info_the_runner_gives_empty_progress_and_the_observation_as_anc
     ]
 
 
-def test_the_readme_lock_has_its_anchor_and_progress_on_the_first_step():
-    lock, tasks = readme_lock()
+def test_the_documented_lock_has_its_anchor_and_progress_on_the_first_step():
+    lock, tasks = documented_lock()
     from rspo_kit.envs import register_env
 
-    register_env("readme-lock", make=lock, list_tasks=lambda split: tasks, overwrite=True)
-    with BatchRunner("readme-lock", n_workers=0) as runner:
+    register_env("documented-lock", make=lock, list_tasks=lambda split: tasks, overwrite=True)
+    with BatchRunner("documented-lock", n_workers=0) as runner:
         runner.reset(tasks[:1])
         assert runner.reset_info[0] == {"progress": {"digits": 0}, "anchor": ""}
 

@@ -1,4 +1,4 @@
-"""Registry (bring your own env, the README example) and the crash-safe batch runner."""
+"""Registry (bring your own env, the example of docs/environments.md) and the crash-safe batch runner."""
 
 from __future__ import annotations
 
@@ -24,17 +24,17 @@ from rspo_kit.envs import (
 from rspo_kit.envs.batch import BatchRunner
 from rspo_kit.envs.play import expert_policy, play, success_table
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+EXAMPLE_PAGE = Path(__file__).resolve().parents[1] / "docs" / "environments.md"
 
 
 @pytest.fixture(scope="module")
 def lock_env():
-    """Runs the README's register_env example verbatim; it registers the env "lock"."""
-    text = README.read_text()
+    """Runs the register_env example of docs/environments.md verbatim; it registers the env "lock"."""
+    text = EXAMPLE_PAGE.read_text()
     block = re.search(r"<!-- register-env-example -->\s*```python\n(.*?)```", text, re.S)
-    assert block, "README lost its register-env example"
+    assert block, "docs/environments.md lost its register-env example"
     namespace: dict = {"__name__": "readme_example"}
-    exec(compile(block.group(1), "README.md", "exec"), namespace)
+    exec(compile(block.group(1), "docs/environments.md", "exec"), namespace)
     return namespace["CombinationLock"]
 
 
