@@ -443,6 +443,47 @@ def test_the_tiny_tokenizer_learns_a_user_envs_text_and_the_built_ins_keep_their
     assert "corpus_env" not in warmstart_recipe(preset("alfworld-40k"))
 
 
+class _Loaded(Exception):
+    """Raised by a stand-in for ``Policy.load``: what a command would load, without loading it."""
+
+
+def test_the_warmstart_and_evaluate_commands_give_a_scratch_preset_a_user_envs_tokenizer(
+    monkeypatch, tmp_path
+):
+    from rspo_kit.evaluate.__main__ import main as evaluate_main
+    from rspo_kit.policy.models import build_preset, preset_for
+    from rspo_kit.policy.rollout import Policy
+    from rspo_kit.policy.warmstart import main as warmstart_main
+
+    own = str(build_preset("tiny", env="attic"))
+    assert preset_for("tiny", "attic") == own and preset_for("tiny", "alfworld") == "tiny"
+    assert preset_for("smollm2", "attic") == "smollm2" and preset_for(own, "attic") == own
+
+    def load(cls, name, *args, **kwargs):
+        raise _Loaded(str(name))
+
+    monkeypatch.setattr(Policy, "load", classmethod(load))
+    with pytest.raises(_Loaded, match=re.escape(own)):
+        evaluate_main(["--policy", "tiny", "--env", "attic", "--n", "1"])
+    with pytest.raises(_Loaded, match=r"^tiny$"):
+        evaluate_main(["--policy", "tiny", "--env", "chain-4x2", "--n", "1"])
+    with pytest.raises(_Loaded, match=re.escape(own)):
+        warmstart_main(
+            ["--env", "attic", "--demo-tasks", "2", "--updates", "1", "--out", str(tmp_path / "w")]
+        )
+
+
+def test_the_warmstart_command_loads_a_users_env_module_or_says_why_not(tmp_path, capsys):
+    from rspo_kit.policy.warmstart import main as warmstart_main
+
+    assert (
+        warmstart_main(["--env-module", "no_such_env_module", "--env", "attic", "--out", str(tmp_path)]) == 2
+    )
+    assert "no_such_env_module" in capsys.readouterr().err
+    assert warmstart_main(["--env", "no-such-env", "--out", str(tmp_path)]) == 2
+    assert "no-such-env" in capsys.readouterr().err
+
+
 def test_the_misalignment_knob_of_a_run_mixes_in_the_hackable_term_its_config_names(monkeypatch):
     """``reward.hack`` names the env's hackable term: a user's env that calls it something else than
     ``hack`` trains under the knob; one that has none is told so before any warm start."""

@@ -55,6 +55,7 @@ def main(argv=None) -> int:
         return 2
 
     from rspo_kit.policy.evaluate import evaluate, teacher_forced_accuracy
+    from rspo_kit.policy.models import preset_for
     from rspo_kit.policy.rollout import Policy
     from rspo_kit.records.metrics import METRICS_FILE
 
@@ -65,7 +66,7 @@ def main(argv=None) -> int:
 
             policy = trained_actor(args.policy)
         else:
-            policy = Policy.load(args.policy)
+            policy = Policy.load(preset_for(args.policy, args.env))  # a scratch preset: the env's tokenizer
     except (ValueError, OSError) as err:  # a damaged folder (RecordError, CheckpointError) or none
         print(f"error: {err}", file=sys.stderr)
         return 1

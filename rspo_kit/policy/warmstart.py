@@ -7,7 +7,9 @@
 Writes ``<out>/policy/`` (safetensors + tokenizer) and ``<out>/warmstart.json`` (demonstration
 stats, SFT loss curve, evaluation results with 95% intervals). ``--exclude-kinds`` leaves task kinds
 out of the demonstrations (``rspo_kit.policy.sft.demonstration_tasks``); the evaluation still covers
-every kind and reports the success on the kinds left out apart from the rest.
+every kind and reports the success on the kinds left out apart from the rest. ``--env-module M``
+(repeatable) imports a module whose ``register_env`` calls define ``--env`` (a user's env: a scratch
+preset then starts with that env's text in its tokenizer, as a training run's does).
 """
 
 from __future__ import annotations
@@ -23,8 +25,15 @@ from pathlib import Path
 import torch
 
 from rspo_kit.envs.batch import BatchRunner
+from rspo_kit.envs.registry import (
+    ENV_MODULE_HELP,
+    EnvModuleError,
+    UnknownEnvError,
+    load_env_modules,
+    require_env,
+)
 from rspo_kit.policy.evaluate import evaluate
-from rspo_kit.policy.models import weights_digest
+from rspo_kit.policy.models import preset_for, weights_digest
 from rspo_kit.policy.rollout import Policy
 from rspo_kit.policy.sft import SFTConfig, demonstration_tasks, save_policy, warm_start
 
@@ -43,6 +52,7 @@ def kinds_success(per_kind: dict[str, dict[str, float]], kinds: Sequence[str]) -
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--env", default="alfworld")
+    ap.add_argument("--env-module", action="append", default=[], metavar="MODULE", help=ENV_MODULE_HELP)
     ap.add_argument("--preset", default="tiny")
     ap.add_argument("--mode", choices=("choice", "free"), default=None)
     ap.add_argument("--init", default=None, help="start from this checkpoint instead of the fresh preset")
@@ -87,6 +97,12 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.minutes is None and args.updates is None:
         args.minutes = 8.0
+    try:
+        load_env_modules(args.env_module)  # before anything builds the env: a wrong one fails at once
+        require_env(args.env)
+    except (EnvModuleError, UnknownEnvError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     excluded = [k.strip() for k in args.exclude_kinds.split(",") if k.strip()]
     try:
         tasks = demonstration_tasks(args.env, args.demo_tasks, excluded)
@@ -98,7 +114,8 @@ def main(argv=None) -> int:
     torch.manual_seed(args.seed)
     out = Path(args.out or f"runs/{time.strftime('%Y%m%d-%H%M%S')}_warmstart_{args.env}_{args.preset}")
     out.mkdir(parents=True, exist_ok=True)
-    policy = Policy.load(args.init or args.preset, mode=args.mode, seed=args.seed)
+    start = args.init or preset_for(args.preset, args.env, args.seed)  # a user env's text in the tokenizer
+    policy = Policy.load(start, mode=args.mode, seed=args.seed)
     report: dict = {"args": vars(args), "params": sum(p.numel() for p in policy.model.parameters())}
 
     env_kwargs = {"engine": args.engine} if args.engine else {}

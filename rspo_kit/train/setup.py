@@ -23,7 +23,13 @@ import torch
 from rspo_kit.envs.base import Task
 from rspo_kit.envs.registry import load_env_module
 from rspo_kit.paths import atomic_write_text, cache_dir, repository_path
-from rspo_kit.policy.models import CORPUS_VERSION, build_preset, corpus_env, load_model, weights_digest
+from rspo_kit.policy.models import (
+    CORPUS_VERSION,
+    corpus_env,
+    load_model,
+    preset_for,
+    weights_digest,
+)
 from rspo_kit.policy.models import PRESETS as SCRATCH_PRESETS
 from rspo_kit.policy.rollout import Policy
 from rspo_kit.train.config import RunConfig
@@ -45,8 +51,7 @@ def tokenizer_env(cfg: RunConfig) -> str | None:
 def preset_source(cfg: RunConfig, seed: int) -> str:
     """What ``Policy.load`` loads as the run's preset: the scratch preset built with the user env's text
     in its tokenizer (a folder) where ``tokenizer_env`` names one, else ``policy.preset`` itself."""
-    env = tokenizer_env(cfg)
-    return str(build_preset(cfg.policy.preset, seed, env)) if env else cfg.policy.preset
+    return preset_for(cfg.policy.preset, tokenizer_env(cfg), seed)
 
 
 def warmstart_recipe(cfg: RunConfig) -> dict:
