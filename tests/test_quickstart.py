@@ -123,6 +123,11 @@ def test_rescued_group_gives_the_mixed_groups_grpo_advantages():
     assert plain == pytest.approx([-0.2] * 4 + [0.8])
     text = group.text()
     assert "task t" in text and "0 0 0 0 1" in text and "R+1.79" in text and "2 to the buffer" in text
+    frame = group.frame()  # what the notebook's bar chart draws, in the update's order
+    assert frame["member"].tolist() == ["A1", "A2", "A3", "A4", "R1"]
+    assert frame["source"].tolist() == ["actor's own"] * 4 + ["replayed (explorer)"]
+    assert frame["outcome"].tolist() == group.mixed_outcomes
+    assert frame["advantage"].tolist() == group.mixed_advantages
 
 
 def test_progress_line_prints_steps_success_and_rescues():

@@ -406,6 +406,26 @@ class RescuedGroup:
     mixed_replayed: list[bool]
     mixed_advantages: list[float]
 
+    def frame(self) -> pd.DataFrame:
+        """The mixed group, one row per member in the update's order: ``member`` (A1, A2, ... the
+        actor's own; R1, ... replayed), ``source``, ``outcome`` and GRPO ``advantage``: what its
+        figure draws."""
+        counts = {True: 0, False: 0}
+        rows = []
+        for outcome, replayed, advantage in zip(
+            self.mixed_outcomes, self.mixed_replayed, self.mixed_advantages, strict=True
+        ):
+            counts[replayed] += 1
+            rows.append(
+                {
+                    "member": f"{'R' if replayed else 'A'}{counts[replayed]}",
+                    "source": "replayed (explorer)" if replayed else "actor's own",
+                    "outcome": outcome,
+                    "advantage": advantage,
+                }
+            )
+        return pd.DataFrame(rows, columns=["member", "source", "outcome", "advantage"])
+
     def text(self) -> str:
         """The group in plain text: the fallback beside its figure."""
 
