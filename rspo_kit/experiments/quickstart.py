@@ -185,7 +185,7 @@ def run_variants(
     """
     if train_fn is None:
         from rspo_kit.train import train as train_fn
-    keeper = SwapKeeper(reward_model(settings.config("rspo")).outcome_return)
+    keeper = _swap_keeper(settings)
     if settings.side_by_side and len(variants) > 1:
         outcomes = _side_by_side(settings, variants, train_fn, print_fn)
     else:
@@ -212,10 +212,15 @@ class _Trained:
     swaps: int = 0
 
 
+def _swap_keeper(settings: Quickstart) -> SwapKeeper:
+    """RSPO's ``SwapKeeper``, judging outcomes by the rewards its run is scored with."""
+    return SwapKeeper(reward_model(settings.config("rspo")).outcome_return)
+
+
 def _train_variant(
     settings: Quickstart, variant: str, train_fn: Callable[..., Any], print_fn: Callable[[str], None]
 ) -> _Trained:
-    keeper = SwapKeeper(reward_model(settings.config("rspo")).outcome_return) if variant == "rspo" else None
+    keeper = _swap_keeper(settings) if variant == "rspo" else None
     start = time.perf_counter()
     callbacks = [ProgressLine(variant, print_fn)] + ([keeper] if keeper is not None else [])
     result = train_fn(settings.config(variant), callbacks=callbacks)

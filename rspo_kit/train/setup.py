@@ -49,9 +49,10 @@ def tokenizer_env(cfg: RunConfig) -> str | None:
 
 
 def preset_source(cfg: RunConfig, seed: int) -> str:
-    """What ``Policy.load`` loads as the run's preset: the scratch preset built with the user env's text
-    in its tokenizer (a folder) where ``tokenizer_env`` names one, else ``policy.preset`` itself."""
-    return preset_for(cfg.policy.preset, tokenizer_env(cfg), seed)
+    """What ``Policy.load`` loads as the run's preset (``preset_for`` on the run's env): the scratch
+    preset built with the user env's text in its tokenizer (a folder) where ``tokenizer_env`` names one,
+    else ``policy.preset`` itself."""
+    return preset_for(cfg.policy.preset, cfg.env.name, seed)
 
 
 def warmstart_recipe(cfg: RunConfig) -> dict:
