@@ -218,6 +218,57 @@ def test_report_by_kind_needs_kinds_where_the_warm_start_left_none_out(tmp_path,
     assert "By task kind" not in capsys.readouterr().out  # no split unless asked
 
 
+def test_the_kind_figure_shows_each_half_of_each_evaluation_over_the_seeds_beside_the_warm_start(tmp_path):
+    import plotly.graph_objects as go
+
+    from rspo_kit.experiments.kinds import kind_figure, kind_frame, kind_halves, kind_record, kind_summary
+    from rspo_kit.experiments.report import cell_episodes, left_out_kinds, pooled_sweep
+    from rspo_kit.experiments.sweep import aggregate
+    from rspo_kit.records import load_episodes
+
+    sweep = _kind_sweep(
+        tmp_path / "sweep", {"PRESET": "alfworld-40k", "policy.sft_exclude_kinds": "two,look"}
+    )
+    manifest, _, folders = pooled_sweep([sweep])
+    left_out = left_out_kinds([sweep], manifest)
+    assert left_out == ("look", "two")
+    table = aggregate(sweep)
+    frame = kind_frame(table, cell_episodes(folders, list(table["cell"])), left_out, ["variant"])
+    assert len(frame) == 4 * 2  # 4 cells × 1 evaluation × 2 halves
+    assert frame["episodes"].tolist() == [2] * 8
+    summary = kind_summary(frame, ["variant"])
+    assert summary["half"].tolist() == ["left_out_kinds"] * 2 + ["sft_kinds"] * 2  # the kinds left out first
+    rows = {(r["variant"], r["half"]): r for r in summary.to_dict("records")}
+    assert rows["rspo", "left_out_kinds"]["values"] == [0.5, 0.5]
+    assert rows["plain", "left_out_kinds"]["values"] == [0.0, 0.0]
+    shown = rows["rspo", "sft_kinds"]  # 2/2 and 1/2: mean 0.75, ±3.1765 (t(1) = 12.706, se 0.25)
+    assert shown["seeds"] == 2 and shown["values"] == [1.0, 0.5]
+    assert (shown["ci_low"], shown["ci_high"]) == pytest.approx((-2.4265, 3.9265))
+    assert kind_record(summary, ["variant"])["rspo"] == {
+        "left_out_kinds final/eval": 0.5,
+        "sft_kinds final/eval": 0.75,
+    }
+
+    start = kind_halves(load_episodes(sweep / "warmstart_run"), left_out)
+    spec = kind_figure(summary, ["variant"], start)
+    fig = go.Figure(spec)  # plotly checks every property of the spec
+    bars = {(t.name, t.xaxis): t for t in fig.data}
+    assert set(bars) == {(n, x) for n in ("warm start", "rspo", "plain") for x in ("x", "x2")}
+    assert bars["warm start", "x"].y == (0.0,) and bars["warm start", "x2"].y == (0.5,)
+    assert bars["rspo", "x"].x == ("eval, greedy",) and bars["rspo", "x"].y == (0.5,)
+    assert bars["rspo", "x2"].error_y.array[0] == pytest.approx(3.1765)
+    assert [t.showlegend for t in fig.data if t.xaxis == "x2"] == [False] * 3  # one legend entry a group
+    assert fig.layout.xaxis.title.text == "kinds left out" and fig.layout.xaxis2.title.text == "kinds shown"
+
+    # a single seed draws no interval; no kind left out is an empty tuple, not an error
+    one = kind_summary(frame[frame["train.seed"] == 0], ["variant"])
+    assert list(go.Figure(kind_figure(one, ["variant"])).data[0].error_y.array) == [0.0]
+    bare = _kind_sweep(tmp_path / "bare", {"PRESET": "alfworld-40k"})
+    assert left_out_kinds([bare], pooled_sweep([bare])[0]) == ()
+    with pytest.raises(ValueError, match="no task kind to split by"):
+        kind_frame(table, {}, (), ["variant"])
+
+
 # ------------------------------------------------------------------------------------------ preset
 def test_the_hard_preset_is_the_alfworld_protocol_with_two_kinds_left_out_of_its_warm_start():
     import dataclasses

@@ -246,6 +246,9 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
             **{"train.iterations": 1, "THREADS": 1, "train.final_eval_split": "eval_unseen"},
             "swap.explorer_updates": 2,
             "swap.replay_filter": "outcome_above_mean",
+            # a warm start that never saw this kind (none is built here): eval_unseen's first two
+            # tasks, which the cells end on, are one of it and one of another kind
+            "policy.sft_exclude_kinds": "look_at_obj_in_light",
             **{
                 "swap.replay_ratio": 1.0,
                 "swap.offpolicy_weight": "none",
@@ -257,8 +260,19 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
     assert (results["cells"], results["finished"], results["failed"]) == (2, 2, 0)
     assert set(results["means"]) == {"rspo", "plain"} and all(0 <= m <= 1 for m in results["means"].values())
     assert results["best_group"] in results["means"] and 0 <= results["best_mean"] <= 1
-    for name in ("results.csv", "summary.csv", "curves.html", "variant=rspo__train.seed=0.ipynb"):
+    for name in (
+        "results.csv",
+        "summary.csv",
+        "curves.html",
+        "kinds.html",
+        "variant=rspo__train.seed=0.ipynb",
+    ):
         assert (out / name).is_file()
+    # success by task kind: each variant on the kind left out and on the kinds shown
+    halves = {"left_out_kinds final/eval_unseen", "sft_kinds final/eval_unseen"}
+    assert results["left_out_kinds"] == ["look_at_obj_in_light"]
+    assert {v: set(m) for v, m in results["kind_means"].items()} == {"rspo": halves, "plain": halves}
+    assert all(0 <= x <= 1 for m in results["kind_means"].values() for x in m.values())
     configs = {
         v: json.loads((out / f"variant={v}__train.seed=0" / "config.json").read_text())
         for v in ("rspo", "plain")
@@ -337,6 +351,7 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
     )
     assert (pooled["cells"], pooled["finished"], pooled["failed"]) == (4, 4, 0)
     assert pooled["means"] == pytest.approx(results["means"])  # each seed is the same runs
+    assert pooled["kind_means"] == results["kind_means"]  # the kinds read from the archives
     assert {p: p.read_bytes() for p in archives} == archives and all(
         p in archives for d in ("seed0", "seed1") for p in (tmp_path / d).rglob("*") if p.is_file()
     )

@@ -427,10 +427,10 @@ def kind_table(table: pd.DataFrame, episodes: Mapping[str, pd.DataFrame], by: Se
     return _frame(rows, by)
 
 
-def sweep_left_out_kinds(out_dirs: Sequence[str | Path], manifest: Mapping) -> tuple[str, ...]:
-    """The task kinds the warm start of a sweep's cells left out: ``policy.sft_exclude_kinds`` as
-    they ran with it (a grid key, a fixed parameter, else their preset's). A ValueError where the
-    cells differ in it or none was left out: then name the kinds (``--by-kind KIND,KIND``)."""
+def left_out_kinds(out_dirs: Sequence[str | Path], manifest: Mapping) -> tuple[str, ...]:
+    """The task kinds the warm start of a sweep's cells left out (``policy.sft_exclude_kinds`` as they
+    ran with it: a grid key, a fixed parameter, else their preset's), ``()`` where it left none out. A
+    ValueError where the cells differ in it: then name the kinds (``--by-kind KIND,KIND``)."""
     if EXCLUDE_FIELD in manifest["keys"]:
         values = {tuple(_names(c.get(EXCLUDE_FIELD))) for c in manifest["cells"].values()}
     else:
@@ -440,7 +440,12 @@ def sweep_left_out_kinds(out_dirs: Sequence[str | Path], manifest: Mapping) -> t
         raise ValueError(
             f"the cells left out different kinds ({EXCLUDE_FIELD}: {shown}); name the kinds: --by-kind KIND,KIND"
         )
-    kinds = values.pop()
+    return values.pop() if values else ()
+
+
+def sweep_left_out_kinds(out_dirs: Sequence[str | Path], manifest: Mapping) -> tuple[str, ...]:
+    """``left_out_kinds``, and a ValueError where the cells' warm start left none out."""
+    kinds = left_out_kinds(out_dirs, manifest)
     if not kinds:
         raise ValueError(
             f"the cells' warm start left no task kind out ({EXCLUDE_FIELD} is empty); name the kinds to "
