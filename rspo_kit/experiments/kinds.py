@@ -113,7 +113,8 @@ def _group_label(row: Mapping[str, Any], by: Sequence[str]) -> str:
 def _bar(name: str, x: list[str], y: list[float], panel: int, color: str, **extra: Any) -> dict:
     axes = {"xaxis": f"x{panel + 1}", "yaxis": f"y{panel + 1}"}
     trace = {"type": "bar", "name": name, "legendgroup": name, "showlegend": panel == 0, "x": x, "y": y}
-    return trace | {"marker": {"color": color}, **axes, **extra}
+    text = {"texttemplate": "%{y:.0%}", "textposition": "outside"}  # a 0% bar is still read
+    return trace | {"marker": {"color": color}, **axes, **text, **extra}
 
 
 def kind_figure(
@@ -143,6 +144,7 @@ def kind_figure(
             one = [r["seeds"] < 2 for r in rows]  # a single seed has no interval
             error = {
                 "type": "data",
+                "visible": not all(one),
                 "array": [0.0 if o else r["ci_high"] - r["mean"] for r, o in zip(rows, one, strict=True)],
                 "arrayminus": [0.0 if o else r["mean"] - r["ci_low"] for r, o in zip(rows, one, strict=True)],
             }
