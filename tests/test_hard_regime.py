@@ -270,6 +270,109 @@ def test_the_kind_figure_shows_each_half_of_each_evaluation_over_the_seeds_besid
         kind_frame(table, {}, (), ["variant"])
 
 
+def _turns(rows: list[tuple[str, int, str, bool, list[int]]], iteration: int = 1):
+    """A turn table of episodes (role, traj_id, kind, won, subgoals done after each step; 4 in all)."""
+    import pandas as pd
+
+    from rspo_kit.records.tables import TURN_COLUMNS
+
+    turns = [
+        {
+            "iteration": iteration,
+            "role": role,
+            "group_id": traj // 2,
+            "task_id": f"t{traj}",
+            "kind": kind,
+            "traj_id": traj,
+            "step": step,
+            "won": won,
+            "progress": json.dumps({"subgoals_done": done, "subgoals_total": 4}),
+        }
+        for role, traj, kind, won, progress in rows
+        for step, done in enumerate(progress)
+    ]
+    return pd.DataFrame(turns).reindex(columns=list(TURN_COLUMNS))
+
+
+def _slow_rollout_kinds(turns, left_out) -> dict:
+    """rollout_kinds by hand: episode by episode, in plain Python."""
+    episodes: dict[tuple, dict] = {}
+    for r in turns.to_dict("records"):
+        key = (r["role"], r["iteration"], r["group_id"], r["traj_id"])
+        fields = json.loads(r["progress"])
+        share = fields["subgoals_done"] / fields["subgoals_total"]
+        half = "left_out_kinds" if r["kind"] in left_out else "sft_kinds"
+        e = episodes.setdefault(key, {"half": half, "won": r["won"], "best": share})
+        e["best"] = max(e["best"], share)
+    out: dict[tuple, list] = {}
+    for (role, *_), e in episodes.items():
+        out.setdefault((role, e["half"]), []).append(e)
+    return {k: (len(v), sum(e["won"] for e in v), sum(e["best"] for e in v) / len(v)) for k, v in out.items()}
+
+
+def test_rollout_kinds_counts_each_roles_episodes_by_half_as_a_loop_over_episodes_does():
+    import random
+
+    import pandas as pd
+
+    from rspo_kit.experiments.kinds import rollout_kinds
+
+    rng = random.Random(0)
+    rows = [
+        (
+            rng.choice(["actor", "explorer", "replay"]),
+            i,
+            rng.choice("abc"),
+            rng.random() < 0.3,
+            [rng.randrange(5) for _ in range(rng.randrange(1, 6))],
+        )
+        for i in range(60)
+    ]
+    turns = pd.concat([_turns(rows[:30], 1), _turns(rows[30:], 2)], ignore_index=True)
+    fast = rollout_kinds(turns, ["a"])
+    slow = _slow_rollout_kinds(turns, {"a"})
+    assert len(fast) == len(slow)
+    for r in fast.to_dict("records"):
+        episodes, won, reached = slow[r["role"], r["half"]]
+        assert (r["episodes"], r["won"]) == (episodes, won)
+        assert r["success"] == pytest.approx(won / episodes) and r["subgoals_reached"] == pytest.approx(
+            reached
+        )
+
+
+def test_report_by_kind_shows_the_training_rollouts_where_the_cells_kept_their_turn_tables(tmp_path, capsys):
+    from rspo_kit.experiments.archive import archive_sweep
+    from rspo_kit.experiments.report import main as report_main
+    from rspo_kit.records.tables import write_table
+
+    sweep = _kind_sweep(
+        tmp_path / "sweep", {"PRESET": "alfworld-40k", "policy.sft_exclude_kinds": "two,look"}
+    )
+    # RSPO seed 0: its actor fails both left-out episodes (reaching 1 and 3 of 4 subgoals), its explorer
+    # wins one of them; it wins its shown one
+    rspo = [
+        ("actor", 0, "look", False, [0, 1]),
+        ("actor", 1, "two", False, [3, 2]),
+        ("actor", 2, "pick", True, [4]),
+        ("explorer", 3, "look", True, [2, 4]),
+    ]
+    (sweep / "variant=rspo__train.seed=0" / "turns").mkdir()
+    write_table(_turns(rspo), sweep / "variant=rspo__train.seed=0" / "turns" / "iter_00001.parquet")
+    assert report_main([str(sweep), "--by-kind"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("Training rollouts by task kind"))
+    assert lines[first + 2 : first + 7] == [
+        "| variant | train.seed | role | half | episodes | won | success | subgoals_reached |",
+        "|---|---|---|---|---|---|---|---|",
+        "| rspo | 0 | actor | left_out_kinds | 2 | 0 | 0.0 | 50.0 |",  # the best of each: 1/4 and 3/4
+        "| rspo | 0 | actor | sft_kinds | 1 | 1 | 100.0 | 100.0 |",
+        "| rspo | 0 | explorer | left_out_kinds | 1 | 1 | 100.0 | 100.0 |",
+    ]
+    archive_sweep(sweep, tmp_path / "archive")  # archives keep no turn tables: no such table
+    assert report_main([str(tmp_path / "archive"), "--by-kind"]) == 0
+    assert "Training rollouts" not in capsys.readouterr().out
+
+
 # ------------------------------------------------------------------------------------------ preset
 def test_the_hard_preset_is_the_alfworld_protocol_with_two_kinds_left_out_of_its_warm_start():
     import dataclasses

@@ -6,22 +6,57 @@ the regime is the ordinary one. ``kind_frame`` splits every final evaluation of 
 those two halves (one row per cell, evaluation and half), ``kind_summary`` averages each over the
 seeds with a 95% t-interval, and ``kind_figure`` draws it (notebook 06). ``report --by-kind`` prints
 the same split as tables (``rspo_kit.experiments.report.kind_table``).
+
+Why a half stays at 0% shows in the training rollouts (``rollout_kinds``, from a run's turn tables):
+how many of the actor's and the explorer's episodes on the kinds left out were won, and how far they got.
+An explorer that never wins there has no success to replay into the actor's all-failure groups.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from rspo_kit.experiments.report import KIND_HALVES
 from rspo_kit.experiments.sweep import SEED_KEY, mean_ci
+from rspo_kit.records import load_turns
 
-# what each half is called in tables and figures
+# the two halves of an evaluation, and what each is called in figures
+KIND_HALVES = ("left_out_kinds", "sft_kinds")
 HALF_LABELS = {KIND_HALVES[0]: "kinds left out", KIND_HALVES[1]: "kinds shown"}
 _COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 _REFERENCE_COLOR = "#7f7f7f"
+
+
+def half_of(kinds: pd.Series, left_out: Collection[str]) -> pd.Series:
+    """Each task kind's half: ``left_out_kinds`` for the kinds in ``left_out``, else ``sft_kinds``."""
+    return kinds.isin(list(left_out)).map({True: KIND_HALVES[0], False: KIND_HALVES[1]})
+
+
+def split_by_kind(episodes: pd.DataFrame, left_out: Collection[str]) -> pd.DataFrame:
+    """``episodes`` (``load_episodes``) with every evaluation split in two by task kind:
+    ``final/eval:left_out_kinds`` holds the episodes of the kinds in ``left_out``, ``final/eval:sft_kinds``
+    the others; evaluations in order, each half after its evaluation's left-out one.
+
+    >>> ep = pd.DataFrame({"evaluation": ["final/eval"] * 3, "kind": ["a", "b", "a"], "won": [1, 0, 0]})
+    >>> split_by_kind(ep, ["b"])["evaluation"].tolist()
+    ['final/eval:left_out_kinds', 'final/eval:sft_kinds', 'final/eval:sft_kinds']
+    """
+    split = episodes.assign(evaluation=episodes["evaluation"] + ":" + half_of(episodes["kind"], left_out))
+    return split.sort_values("evaluation", kind="stable", ignore_index=True)
+
+
+def kind_metric(evaluation: str) -> str:
+    """The column name of a split evaluation's success, as the cells' own final metrics are named.
+
+    >>> kind_metric("final_sampled/eval_unseen:left_out_kinds")
+    'final_sampled_eval_unseen_left_out_kinds_success'
+    """
+    return evaluation.replace("/", "_").replace(":", "_") + "_success"
 
 
 def evaluation_label(evaluation: str) -> str:
@@ -42,8 +77,9 @@ def kind_halves(episodes: pd.DataFrame, left_out: Collection[str]) -> pd.DataFra
     >>> kind_halves(ep, ["b"])[["half", "won", "episodes", "success"]].values.tolist()
     [['sft_kinds', 1, 2, 0.5], ['left_out_kinds', 1, 1, 1.0]]
     """
-    half = episodes["kind"].isin(list(left_out)).map({True: KIND_HALVES[0], False: KIND_HALVES[1]})
-    counts = episodes.assign(half=half).groupby(["evaluation", "half"], sort=False)["won"]
+    counts = episodes.assign(half=half_of(episodes["kind"], left_out)).groupby(
+        ["evaluation", "half"], sort=False
+    )["won"]
     out = counts.agg(won="sum", episodes="size").reset_index()
     return out.assign(won=out["won"].astype(int), success=out["won"] / out["episodes"])
 
@@ -164,6 +200,86 @@ def kind_figure(
         "legend": {"title": {"text": " / ".join(by) or "group"}},
     }
     return {"data": data, "layout": layout}
+
+
+def subgoal_share(progress: str) -> float:
+    """The share of its subgoals an episode had done at a turn (a turn table's ``progress``, JSON),
+    NaN where the env's progress names no ``subgoals_done`` and ``subgoals_total``.
+
+    >>> subgoal_share('{"subgoals_done": 1, "subgoals_total": 4}'), subgoal_share('{"visited": 3}')
+    (0.25, nan)
+    """
+    fields = json.loads(progress)
+    if "subgoals_done" not in fields or "subgoals_total" not in fields:
+        return math.nan
+    return fields["subgoals_done"] / max(fields["subgoals_total"], 1)
+
+
+ROLLOUT_COLUMNS = ("role", "half", "episodes", "won", "success", "subgoals_reached")
+
+
+def rollout_kinds(turns: pd.DataFrame, left_out: Collection[str]) -> pd.DataFrame:
+    """One run's training rollouts (``load_turns``) per role (actor, explorer, replay) and half (the
+    ``left_out`` kinds or the others): ``episodes``, ``won``, ``success`` and ``subgoals_reached``, the
+    mean over episodes of the largest share of subgoals an episode had done (``subgoal_share``).
+
+    >>> turns = pd.DataFrame({"iteration": 1, "role": "actor", "group_id": [0, 0, 1], "traj_id": [0, 0, 1],
+    ...     "kind": ["a", "a", "b"], "won": [False, False, True], "progress": [
+    ...     '{"subgoals_done": 1, "subgoals_total": 2}', '{"subgoals_done": 0, "subgoals_total": 2}',
+    ...     '{"subgoals_done": 2, "subgoals_total": 2}']})
+    >>> rollout_kinds(turns, ["a"]).values.tolist()
+    [['actor', 'left_out_kinds', 1, 0, 0.0, 0.5], ['actor', 'sft_kinds', 1, 1, 1.0, 1.0]]
+    """
+    steps = turns.assign(
+        half=half_of(turns["kind"], left_out),
+        share=turns["progress"].map(subgoal_share),
+    )
+    episodes = steps.groupby(["role", "half", "iteration", "group_id", "traj_id"], sort=False).agg(
+        won=("won", "first"), share=("share", "max")
+    )
+    out = episodes.groupby(["role", "half"]).agg(
+        episodes=("won", "size"), won=("won", "sum"), subgoals_reached=("share", "mean")
+    )
+    out = out.reset_index().assign(won=lambda f: f["won"].astype(int))
+    out["success"] = out["won"] / out["episodes"]
+    return out[list(ROLLOUT_COLUMNS)]
+
+
+def rollout_kind_table(
+    table: pd.DataFrame, folders: Mapping[str, Path], left_out: Collection[str], by: Sequence[str]
+) -> pd.DataFrame:
+    """``rollout_kinds`` of every finished cell of ``table`` whose run folder (``folders``) kept its
+    turn tables (a live sweep folder; archives keep none), with the cell's grid values ``by`` and seed."""
+    frames = []
+    for row in table.to_dict("records"):
+        folder = folders.get(row["cell"])
+        if folder is None or not (Path(folder) / "turns").is_dir():
+            continue
+        keys = {k: row[k] for k in [*by, SEED_KEY] if k in row}
+        frames.append(rollout_kinds(load_turns(folder), left_out).assign(**keys))
+    columns = [*(k for k in [*by, SEED_KEY] if k in table), *ROLLOUT_COLUMNS]
+    return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+
+
+def rollout_markdown(frame: pd.DataFrame) -> str:
+    """``rollout_kind_table`` as Markdown: success and subgoals reached in percent.
+
+    >>> print(rollout_markdown(pd.DataFrame([{"role": "actor", "half": "sft_kinds", "episodes": 8, "won": 2,
+    ...                                        "success": 0.25, "subgoals_reached": float("nan")}])))
+    | role | half | episodes | won | success | subgoals_reached |
+    |---|---|---|---|---|---|
+    | actor | sft_kinds | 8 | 2 | 25.0 | — |
+    """
+
+    def text(column: str, value: Any) -> str:
+        if column in ("success", "subgoals_reached"):
+            return "—" if pd.isna(value) else f"{100 * value:.1f}"
+        return str(value)
+
+    lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
+    for row in frame.to_dict("records"):
+        lines.append("| " + " | ".join(text(c, v) for c, v in row.items()) + " |")
+    return "\n".join(lines)
 
 
 def kind_record(summary: pd.DataFrame, by: Sequence[str]) -> dict[str, dict[str, float]]:

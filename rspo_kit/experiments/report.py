@@ -26,7 +26,8 @@ second folder with a later checkout (``pooled_sweep``); ``--curves PAGE`` draws 
 together (``curves_page``). ``--by-kind`` splits every final evaluation in two by task kind: the kinds
 the warm start's demonstrations left out (``policy.sft_exclude_kinds``, or the kinds named) and the
 kinds they showed (``split_by_kind``): a table of each half's success seed by seed (``kind_table``),
-and the task-by-task tables per half.
+the task-by-task tables per half, and, where the cells kept their turn tables (a live sweep folder), the
+training rollouts' success per role and half (``rollout_kind_table``).
 """
 
 from __future__ import annotations
@@ -37,12 +38,13 @@ import contextlib
 import json
 import math
 import sys
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
 
+from rspo_kit.experiments.kinds import kind_metric, rollout_kind_table, rollout_markdown, split_by_kind
 from rspo_kit.experiments.sweep import (
     CURVE_X,
     SEED_KEY,
@@ -386,32 +388,8 @@ def _difference(values: pd.Series, unit: Unit) -> str:
     return f"{value_text(mean, unit, True)} [{value_text(low, unit, True)}, {value_text(high, unit, True)}]"
 
 
-# the field that names the task kinds a warm start never saw, and the two halves of an evaluation
+# the field that names the task kinds a warm start never saw
 EXCLUDE_FIELD = "policy.sft_exclude_kinds"
-KIND_HALVES = ("left_out_kinds", "sft_kinds")
-
-
-def split_by_kind(episodes: pd.DataFrame, left_out: Collection[str]) -> pd.DataFrame:
-    """``episodes`` (``load_episodes``) with every evaluation split in two by task kind:
-    ``final/eval:left_out_kinds`` holds the episodes of the kinds in ``left_out``, ``final/eval:sft_kinds``
-    the others; evaluations in order, each half after its evaluation's left-out one.
-
-    >>> ep = pd.DataFrame({"evaluation": ["final/eval"] * 3, "kind": ["a", "b", "a"], "won": [1, 0, 0]})
-    >>> split_by_kind(ep, ["b"])["evaluation"].tolist()
-    ['final/eval:left_out_kinds', 'final/eval:sft_kinds', 'final/eval:sft_kinds']
-    """
-    half = episodes["kind"].isin(list(left_out)).map({True: KIND_HALVES[0], False: KIND_HALVES[1]})
-    split = episodes.assign(evaluation=episodes["evaluation"] + ":" + half)
-    return split.sort_values("evaluation", kind="stable", ignore_index=True)
-
-
-def kind_metric(evaluation: str) -> str:
-    """The column name of a split evaluation's success, as the cells' own final metrics are named.
-
-    >>> kind_metric("final_sampled/eval_unseen:left_out_kinds")
-    'final_sampled_eval_unseen_left_out_kinds_success'
-    """
-    return evaluation.replace("/", "_").replace(":", "_") + "_success"
 
 
 def kind_table(table: pd.DataFrame, episodes: Mapping[str, pd.DataFrame], by: Sequence[str]) -> pd.DataFrame:
@@ -841,6 +819,13 @@ def report(
         if by_kind is not None:
             tables.append(_kind_section(table, episodes, left_out, [k for k in by if k in table], start))
             episodes = {cell: split_by_kind(e, left_out) for cell, e in episodes.items()}
+            rollouts = rollout_kind_table(table, folders, left_out, [k for k in by if k in table])
+            if len(rollouts):  # live sweep folders only: archives keep no turn tables
+                tables.append(
+                    "Training rollouts by task kind (the runs' turn tables, every iteration; subgoals_reached: "
+                    "the mean over episodes of the largest share of subgoals done):\n\n"
+                    + rollout_markdown(rollouts)
+                )
         if paired:  # one table per set of paired keys, grouped by every other key that varies
             per_keys: dict[tuple[str, ...], list[Pair]] = {}
             for pair in paired:
