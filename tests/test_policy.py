@@ -520,6 +520,28 @@ def test_teacher_forced_accuracy_counts_every_teacher_step(tiny):
     verbs = {k: v for k, v in acc.items() if k != "overall"}
     assert "go" in verbs and all(0 <= v["right"] <= v["steps"] for v in verbs.values())
     assert 0.0 <= acc["overall"] <= 1.0
+    assert all(0.0 < v["prob"] < 1.0 for v in verbs.values())
+
+
+def test_teacher_forced_prob_is_the_sampling_probability_of_the_teachers_action(tiny, monkeypatch):
+    """With every candidate scored alike, the teacher's action is sampled with probability 1/K at a
+    step of K candidates: the verbs' mean probabilities, weighted by their steps, sum to Σ 1/K."""
+    import torch
+
+    import rspo_kit.policy.scoring as scoring
+    from rspo_kit.policy.evaluate import teacher_forced_accuracy
+
+    sizes = []
+
+    def alike(model, prompts, candidates, pad, score="sum"):
+        sizes.append(len(candidates[0]))
+        return [torch.zeros(len(candidates[0]))]
+
+    monkeypatch.setattr(scoring, "candidate_logprobs", alike)
+    acc = teacher_forced_accuracy(tiny, "alfworld", "eval", n=2)
+    verbs = {k: v for k, v in acc.items() if k != "overall"}
+    assert sum(v["steps"] for v in verbs.values()) == len(sizes) > 0
+    assert sum(v["prob"] * v["steps"] for v in verbs.values()) == pytest.approx(sum(1 / k for k in sizes))
 
 
 def test_on_policy_agreement_follows_the_policy_to_the_step_cap(tiny):

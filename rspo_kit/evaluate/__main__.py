@@ -1,8 +1,8 @@
 """``python -m rspo_kit.evaluate --policy runs/x --env alfworld --n 60 [--samples 8] [--episodes out.csv]``
 
 Prints the evaluation (success with its 95% interval, per task type, pass@k) as JSON. With
-``--teacher-forced`` it prints the per-verb accuracy in the teacher's states instead
-(``rspo_kit.policy.evaluate.teacher_forced_accuracy``). ``--env-module M`` (repeatable) imports a
+``--teacher-forced`` it prints instead, per verb, the accuracy in the teacher's states and the
+probability that sampling takes the teacher's action (``rspo_kit.policy.evaluate.teacher_forced_accuracy``). ``--env-module M`` (repeatable) imports a
 module of one's own whose ``register_env`` calls define the env that ``--env`` names; a module that
 does not load, or an unknown env, is one line on stderr and exit status 2.
 """
@@ -42,7 +42,11 @@ def main(argv=None) -> int:
     ap.add_argument("--engine", default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--episodes", default=None, help="also write every episode's outcome to this CSV file")
-    ap.add_argument("--teacher-forced", action="store_true", help="per-verb accuracy in the teacher's states")
+    ap.add_argument(
+        "--teacher-forced",
+        action="store_true",
+        help="per-verb accuracy (and sampling probability of the teacher's action) in the teacher's states",
+    )
     ap.add_argument(
         "--on-policy", action="store_true", help="with --teacher-forced: agreement in the policy's own states"
     )

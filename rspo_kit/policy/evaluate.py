@@ -122,7 +122,11 @@ def teacher_forced_accuracy(
     With ``follow="policy"`` the episode follows the policy's own greedy choices instead, and every
     step still counts whether the policy agreed with what the teacher would do there: the states a
     greedy evaluation actually visits (after its first mistake too), as in DAgger.
-    Returns ``{verb: {"right": k, "steps": m}, ..., "overall": accuracy}``, keyed by the teacher's verb.
+    ``prob`` is the mean probability that sampling (softmax over the candidates' scores, temperature 1)
+    takes the teacher's action: a verb the policy never saw demonstrated can sit at 1e-12, where no
+    sampled rollout, an explorer's included, will ever try it.
+    Returns ``{verb: {"right": k, "steps": m, "prob": p}, ..., "overall": accuracy}``, keyed by the
+    teacher's verb.
     """
     import torch
 
@@ -138,6 +142,7 @@ def teacher_forced_accuracy(
         raise ValueError(f"follow must be 'teacher' or 'policy', got {follow!r}")
     game, teacher = make_env(env), _teacher(env)
     counts: dict[str, dict[str, int]] = defaultdict(lambda: {"right": 0, "steps": 0})
+    probs: dict[str, float] = defaultdict(float)  # summed over the verb's steps
     for task in list_tasks(env, split=split, n=n):
         obs = game.reset(task)
         ctx = EpisodeContext(env, obs.instruction, obs.text, obs.admissible)
@@ -158,6 +163,7 @@ def teacher_forced_accuracy(
             verb = _verb(action) if action else "none"
             counts[verb]["steps"] += 1
             counts[verb]["right"] += int(lp.argmax()) == k
+            probs[verb] += float(lp.softmax(-1)[k]) if k is not None else 0.0
             if follow == "policy":
                 action = actions[int(lp.argmax())]
             res = game.step(action)
@@ -165,4 +171,5 @@ def teacher_forced_accuracy(
                 break
             ctx.advance(action, res.obs.text, res.obs.admissible)
     steps = sum(c["steps"] for c in counts.values())
-    return {**counts, "overall": sum(c["right"] for c in counts.values()) / max(1, steps)}
+    verbs = {verb: {**c, "prob": probs[verb] / c["steps"]} for verb, c in counts.items()}
+    return {**verbs, "overall": sum(c["right"] for c in counts.values()) / max(1, steps)}
