@@ -2,9 +2,10 @@
 
 Prints the evaluation (success with its 95% interval, per task type, pass@k) as JSON. With
 ``--teacher-forced`` it prints instead, per verb, the accuracy in the teacher's states and the
-probability that sampling takes the teacher's action (``rspo_kit.policy.evaluate.teacher_forced_accuracy``). ``--env-module M`` (repeatable) imports a
-module of one's own whose ``register_env`` calls define the env that ``--env`` names; a module that
-does not load, or an unknown env, is one line on stderr and exit status 2.
+probability that sampling takes the teacher's action (``rspo_kit.policy.evaluate.teacher_forced_accuracy``).
+``--env-module M`` (repeatable) imports a module of one's own whose ``register_env`` calls define the
+env that ``--env`` names; a module that does not load, or an unknown env, is one line on stderr and
+exit status 2.
 """
 
 from __future__ import annotations
