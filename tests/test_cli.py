@@ -195,6 +195,24 @@ def test_evaluate_reports_a_damaged_policy_folder_in_one_line(tmp_path, capsys):
     assert err.startswith("error: ") and "\n" not in err and str(folder) in err
 
 
+def test_evaluate_samples_with_uniform_choices_mixed_in_only_when_sampled(capsys):
+    import json
+
+    from rspo_kit.evaluate.__main__ import main
+
+    assert main(["--policy", "tiny", "--env", "chain-4x2", "--n", "2", "--epsilon", "0.5"]) == 2
+    assert (
+        "error: --epsilon 0.5 mixes uniform choices into sampling: add --sampled" in capsys.readouterr().err
+    )
+    argv = ["--policy", "tiny", "--env", "chain-4x2", "--n", "3", "--sampled", "--seed", "1"]
+    assert main([*argv, "--epsilon", "0.9"]) == 0
+    mixed = json.loads(capsys.readouterr().out)
+    assert main(argv) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert mixed["tasks"] == plain["tasks"] == 3
+    assert (mixed["epsilon"], plain["epsilon"]) == (0.9, 0.0)  # the result says how it sampled
+
+
 # ------------------------------------------------------------------------------ --env-module
 USER_ENV = """
 from rspo_kit.envs import make_env, register_env, list_tasks

@@ -993,6 +993,60 @@ def test_the_explorer_samples_at_its_own_temperature_and_each_update_at_its_batc
     assert len(rechecked) == 6  # three explorer rollouts and three importance-weighted actor updates
 
 
+def test_epsilon_mixture_is_the_softmax_mixed_with_the_uniform_as_a_loop_computes_it():
+    from rspo_kit.policy.rollout import RolloutConfig, epsilon_mixture
+    from rspo_kit.train.config import SwapConfig
+
+    gen = torch.Generator().manual_seed(0)
+    for k in (1, 2, 7):
+        logp = (torch.randn(k, generator=gen) * 10).log_softmax(-1)
+        for eps in (0.0, 0.1, 0.9):
+            mixed = epsilon_mixture(logp, eps)
+            slow = [math.log((1 - eps) * math.exp(v) + eps / k) for v in logp.tolist()]
+            assert mixed.tolist() == pytest.approx(slow, rel=1e-5, abs=1e-6)
+            assert float(mixed.exp().sum()) == pytest.approx(1.0, abs=1e-6)
+    rare = epsilon_mixture(torch.tensor([0.0, -25.0, -25.0]), 0.3).exp()  # a choice at 1e-11 gets ε/K
+    assert float(rare[1]) == pytest.approx(0.1, rel=1e-6)
+    with pytest.raises(ValueError, match="epsilon must be in"):
+        RolloutConfig(epsilon=1.0)
+    with pytest.raises(ValueError, match=r"SwapConfig.explorer_epsilon = -0.1: must be in \[0, 1\)"):
+        SwapConfig(explorer_epsilon=-0.1)
+    with pytest.raises(ValueError, match=r"explorer_epsilon = 0\.2 with policy\.mode = 'free'"):
+        preset("smoke", swap="rspo", swap__explorer_epsilon=0.2, policy__mode="free").validate()
+
+
+def test_an_epsilon_explorer_samples_from_the_mixture_and_keeps_its_log_probs(tmp_path):
+    """With ``swap.explorer_epsilon`` B's stored behaviour log-probs are log((1 − ε)·π_B + ε/K) of the
+    candidates at B's temperature, A's stay π_A's own, and every one of B's choices has at least ε/K."""
+    from rspo_kit.policy.step_scores import score_steps
+
+    eps = 0.5
+    cfg = _smoke("dial", "grpo", True, tmp_path, swap__replay_filter="all", swap__explorer_epsilon=eps)
+    cfg.train.iterations = 2
+    trainer = _trainer(cfg)
+    checked = {"actor": 0, "explorer": 0}
+
+    class Recheck:
+        def on_rollout_end(self, event):
+            role = event.data["role"]
+            steps = [s for t in event.data["trajectories"] for s in t.steps]
+            with torch.no_grad():
+                pure = torch.cat(score_steps(trainer._learner(role).policy, steps, 1.0).logp)
+            stored = torch.tensor([s.logprob for s in steps])
+            if role == "explorer":
+                k = torch.tensor([float(len(s.candidates)) for s in steps])
+                expected = ((1 - eps) * pure.exp() + eps / k).log()
+                assert bool((stored >= (eps / k).log() - 1e-5).all())
+            else:
+                expected = pure
+            torch.testing.assert_close(stored, expected, rtol=1e-4, atol=1e-5)
+            checked[role] += len(steps)
+
+    trainer.callbacks.append(Recheck())
+    trainer.run()
+    assert checked["actor"] > 0 and checked["explorer"] > 0
+
+
 def test_the_explorers_temperature_leaves_a_run_without_the_swap_unchanged(tmp_path):
     runs = [
         _comparable(train(_smoke("dial", "grpo", "plain", tmp_path / str(t), **extra)).run_dir)

@@ -39,6 +39,12 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=None)
     ap.add_argument("--samples", type=int, default=1)
     ap.add_argument("--sampled", action="store_true", help="sample actions (default: greedy)")
+    ap.add_argument(
+        "--epsilon",
+        type=float,
+        default=0.0,
+        help="with --sampled: a share of the choices uniform among the candidates (an ε-explorer's sampling)",
+    )
     ap.add_argument("--max-steps", type=int, default=None)
     ap.add_argument("--engine", default=None)
     ap.add_argument("--seed", type=int, default=0)
@@ -52,6 +58,12 @@ def main(argv=None) -> int:
         "--on-policy", action="store_true", help="with --teacher-forced: agreement in the policy's own states"
     )
     args = ap.parse_args(argv)
+    if args.epsilon and not args.sampled:
+        print(
+            f"error: --epsilon {args.epsilon} mixes uniform choices into sampling: add --sampled",
+            file=sys.stderr,
+        )
+        return 2
     try:
         load_env_modules(args.env_module)  # before the policy loads: a wrong env fails at once
         require_env(args.env)
@@ -91,6 +103,7 @@ def main(argv=None) -> int:
         seed=args.seed,
         max_steps=args.max_steps,
         env_kwargs={"engine": args.engine} if args.engine else None,
+        epsilon=args.epsilon,
     )
     if args.episodes:
         import pandas as pd

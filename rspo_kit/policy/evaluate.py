@@ -47,6 +47,7 @@ class EvalResult:
     per_kind: dict[str, dict[str, float]]
     # one dict per episode, in task order: task_id, kind, sample (0..samples-1), won, score, steps
     episodes: list[dict] = field(default_factory=list)
+    epsilon: float = 0.0  # the share of sampled choices uniform among the candidates
 
     def to_dict(self, episodes: bool = True) -> dict:
         d = asdict(self)
@@ -65,13 +66,20 @@ def evaluate(
     max_steps: int | None = None,
     progress_bar: bool = True,
     env_kwargs: dict | None = None,
+    epsilon: float = 0.0,
 ) -> EvalResult:
-    """Success over ``samples`` rollouts of each of the first ``n`` tasks of ``split``."""
+    """Success over ``samples`` rollouts of each of the first ``n`` tasks of ``split``. ``epsilon``
+    (sampled, choice mode): a share of the choices uniform among the candidates, as an explorer with
+    ``swap.explorer_epsilon`` samples."""
     if samples < 1:
         raise ValueError(f"samples must be >= 1, got {samples}")
+    if epsilon and greedy:
+        raise ValueError(
+            f"epsilon = {epsilon} mixes uniform choices into sampling: evaluate sampled (greedy=False)"
+        )
     tasks = list_tasks(env, split=split, n=n)
     kwargs = dict(env_kwargs or {}) | ({} if max_steps is None else {"max_steps": max_steps})
-    cfg = RolloutConfig(group_size=samples, greedy=greedy)
+    cfg = RolloutConfig(group_size=samples, greedy=greedy, epsilon=epsilon)
     with BatchRunner(env, n_workers=n_workers, env_kwargs=kwargs) as runner:
         trajs = rollout(policy, runner, tasks, cfg, seed=seed, iteration=0, progress_bar=progress_bar)
     by_task, by_kind = defaultdict(list), defaultdict(list)
@@ -97,6 +105,7 @@ def evaluate(
         split=split,
         mode=policy.mode,
         greedy=greedy,
+        epsilon=epsilon,
         tasks=len(tasks),
         samples_per_task=samples,
         success=wins / max(1, len(trajs)),

@@ -9,6 +9,7 @@ after, and the anchor of the state the action was taken in.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -99,6 +100,9 @@ class RolloutConfig:
     top_p: float = 1.0
     max_new_tokens: int = 24
     greedy: bool = False
+    # choice mode: the share of choices taken uniformly among the candidates (an explorer's; the
+    # recorded log-prob is the mixture's, log((1 - ε) softmax + ε / K))
+    epsilon: float = 0.0
 
     def __post_init__(self) -> None:
         if self.group_size < 1:
@@ -107,6 +111,8 @@ class RolloutConfig:
             raise ValueError(f"RolloutConfig.temperature must be > 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"RolloutConfig.top_p must be in (0, 1], got {self.top_p}")
+        if not 0 <= self.epsilon < 1:
+            raise ValueError(f"RolloutConfig.epsilon must be in [0, 1), got {self.epsilon}")
 
 
 def rollout(
@@ -197,6 +203,10 @@ def rollout(
 def _choose(policy: Policy, prompts, contexts, cfg: RolloutConfig, generator) -> list[dict]:
     if policy.mode == "choice":
         return _choose_candidates(policy, prompts, contexts, cfg, generator)
+    if cfg.epsilon:
+        raise ValueError(
+            f"epsilon = {cfg.epsilon}: uniform choices need candidates, and this policy writes free text"
+        )
     gen = generate(
         policy.model,
         prompts,
@@ -266,6 +276,8 @@ def _choose_candidates(policy: Policy, prompts, contexts, cfg: RolloutConfig, ge
     out = []
     for acts, cand, lp in zip(actions, cands, seq_lp, strict=True):
         logp = (lp / cfg.temperature).log_softmax(-1)  # GLAM: a softmax over the candidates
+        if cfg.epsilon and not cfg.greedy:
+            logp = epsilon_mixture(logp, cfg.epsilon)
         k = (
             int(logp.argmax())
             if cfg.greedy
@@ -291,6 +303,19 @@ def _choose_candidates(policy: Policy, prompts, contexts, cfg: RolloutConfig, ge
             generator,
         )
     return out
+
+
+def epsilon_mixture(logp: torch.Tensor, epsilon: float) -> torch.Tensor:
+    """Log-probs (K,) of the mixture (1 − ε)·p + ε/K of a categorical ``logp`` (K,) and the uniform.
+
+    >>> import math
+    >>> [round(math.exp(v), 3) for v in epsilon_mixture(torch.tensor([0.0, -30.0]), 0.2).tolist()]
+    [0.9, 0.1]
+    """
+    if epsilon == 0:
+        return logp
+    uniform = torch.full_like(logp, math.log(epsilon / logp.numel()))
+    return torch.logaddexp(logp + math.log1p(-epsilon), uniform)
 
 
 def _write_queries(policy: Policy, prefixes, choices, cfg: RolloutConfig, generator) -> None:

@@ -253,6 +253,10 @@ class SwapConfig:
     # B's sampling temperature; None: the actor's policy.temperature (RunConfig.explorer_temperature).
     # Hotter than A's makes B differ from A even right after a sync
     explorer_temperature: float | None = None
+    # share of B's choices taken uniformly among the candidates (choice mode): B tries actions the
+    # actor's softmax all but rules out (a verb no demonstration showed sits near 1e-11), and its
+    # behaviour log-probs are the mixture's, so the actor's importance weight π_A/π_B stays exact
+    explorer_epsilon: float = 0.0
     # None: half the actor's algo.lr, so it follows any lr override (RunConfig.explorer_lr); modest,
     # since a strong explorer drifts onto a misaligned reward
     explorer_lr: float | None = None
@@ -273,6 +277,7 @@ class SwapConfig:
             self.explorer_temperature is None or self.explorer_temperature > 0,
             "None (the actor's policy.temperature) or > 0",
         )
+        _require(self, "explorer_epsilon", 0 <= self.explorer_epsilon < 1, "in [0, 1)")
         _require(self, "explorer_lr", self.explorer_lr is None or self.explorer_lr > 0, "None or > 0")
         _require(self, "explorer_group_size", self.explorer_group_size >= 1, ">= 1")
         _require(self, "replay_capacity", self.replay_capacity >= 1, ">= 1")
@@ -362,6 +367,11 @@ class RunConfig:
                 "start's SFT trains the softmax over summed token log-probs, and the run would sample from "
                 "another distribution than it was taught; use 'sum' with a warm start, or "
                 f"{self.policy.choice_score!r} from an untrained start (policy.warmstart = false)"
+            )
+        if self.swap.explorer_epsilon and self.policy.mode == "free":
+            raise ValueError(
+                f"swap.explorer_epsilon = {self.swap.explorer_epsilon} with policy.mode = {self.policy.mode!r}: "
+                "the explorer's uniform choices are among the candidates of choice mode"
             )
         return self
 

@@ -443,6 +443,7 @@ class Trainer:
             group_size=group_size,
             temperature=self._temperature(role),
             max_new_tokens=cfg.policy.max_new_tokens,
+            epsilon=0.0 if actor else cfg.swap.explorer_epsilon,
         )
         prefix = "rollout" if actor else "explorer_rollout"
         clock: dict[str, float] = {}
@@ -460,6 +461,8 @@ class Trainer:
 
         B's batch is D_A right after a sync, else its own D_B: each is scored at the temperature it was
         sampled at (its role's), so the update starts on-policy (ratio 1) for the policy that sampled it.
+        With ``swap.explorer_epsilon`` D_B's log-probs are the ε-mixture's it was sampled from, so its
+        uniform choices enter B's update as off-policy steps (ratio π_B/mixture).
         """
         algo = replace(self.cfg.algo, lr=self.cfg.explorer_lr)
 
