@@ -22,13 +22,12 @@ from typing import Any
 
 import pandas as pd
 
-from rspo_kit.experiments.sweep import SEED_KEY, mean_ci
+from rspo_kit.experiments.sweep import GROUP_COLORS, SEED_KEY, mean_ci
 from rspo_kit.records import load_turns
 
 # the two halves of an evaluation, and what each is called in figures
 KIND_HALVES = ("left_out_kinds", "sft_kinds")
 HALF_LABELS = {KIND_HALVES[0]: "kinds left out", KIND_HALVES[1]: "kinds shown"}
-_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 _REFERENCE_COLOR = "#7f7f7f"
 
 
@@ -187,7 +186,7 @@ def kind_figure(
             seeds = [", ".join(f"{v:.1%}" for v in r["values"]) for r in rows]
             hover = f"{group}<br>%{{x}}: %{{y:.1%}}<br>seeds: %{{customdata}}<extra></extra>"
             x = [evaluation_label(r["evaluation"]) for r in rows]
-            color = _COLORS[g % len(_COLORS)]
+            color = GROUP_COLORS[g % len(GROUP_COLORS)]
             y = [r["mean"] for r in rows]
             data.append(_bar(group, x, y, panel, color, error_y=error, customdata=seeds, hovertemplate=hover))
     layout = {

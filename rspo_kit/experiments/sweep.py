@@ -758,7 +758,8 @@ def summarize(table: pd.DataFrame, by: Sequence[str], metrics: Sequence[str] | N
     return pd.DataFrame(rows)
 
 
-_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+# one colour per group in the figures of sweeps (curves, success by kind)
+GROUP_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 
 
 def _trace(x: list, y: list, name: str, group: str, line: dict, **extra: Any) -> dict:
@@ -780,7 +781,7 @@ def curve_figure(rows: Sequence[Mapping[str, Any]], by: Sequence[str], curve: st
     data = []
     for i, (key, members) in enumerate(groups.items()):
         label = ", ".join(f"{k}={_fmt(v)}" for k, v in zip(by, key, strict=True)) or "all"
-        color = _COLORS[i % len(_COLORS)]
+        color = GROUP_COLORS[i % len(GROUP_COLORS)]
         curves = []
         for r in members:
             points = [(x, y) for x, y in zip(r[CURVE_X], r[curve], strict=True) if y is not None]
