@@ -1009,6 +1009,8 @@ def test_epsilon_mixture_is_the_softmax_mixed_with_the_uniform_as_a_loop_compute
     assert float(rare[1]) == pytest.approx(0.1, rel=1e-6)
     with pytest.raises(ValueError, match="epsilon must be in"):
         RolloutConfig(epsilon=1.0)
+    with pytest.raises(ValueError, match="mixes uniform choices into sampling: it needs greedy=False"):
+        RolloutConfig(epsilon=0.1, greedy=True)  # greedy would ignore it silently
     with pytest.raises(ValueError, match=r"SwapConfig.explorer_epsilon = -0.1: must be in \[0, 1\)"):
         SwapConfig(explorer_epsilon=-0.1)
     with pytest.raises(ValueError, match=r"explorer_epsilon = 0\.2 with policy\.mode = 'free'"):

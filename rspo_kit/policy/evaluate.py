@@ -73,10 +73,6 @@ def evaluate(
     ``swap.explorer_epsilon`` samples."""
     if samples < 1:
         raise ValueError(f"samples must be >= 1, got {samples}")
-    if epsilon and greedy:
-        raise ValueError(
-            f"epsilon = {epsilon} mixes uniform choices into sampling: evaluate sampled (greedy=False)"
-        )
     tasks = list_tasks(env, split=split, n=n)
     kwargs = dict(env_kwargs or {}) | ({} if max_steps is None else {"max_steps": max_steps})
     cfg = RolloutConfig(group_size=samples, greedy=greedy, epsilon=epsilon)

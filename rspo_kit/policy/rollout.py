@@ -113,6 +113,10 @@ class RolloutConfig:
             raise ValueError(f"RolloutConfig.top_p must be in (0, 1], got {self.top_p}")
         if not 0 <= self.epsilon < 1:
             raise ValueError(f"RolloutConfig.epsilon must be in [0, 1), got {self.epsilon}")
+        if self.epsilon and self.greedy:
+            raise ValueError(
+                f"RolloutConfig.epsilon = {self.epsilon} mixes uniform choices into sampling: it needs greedy=False"
+            )
 
 
 def rollout(
@@ -276,7 +280,7 @@ def _choose_candidates(policy: Policy, prompts, contexts, cfg: RolloutConfig, ge
     out = []
     for acts, cand, lp in zip(actions, cands, seq_lp, strict=True):
         logp = (lp / cfg.temperature).log_softmax(-1)  # GLAM: a softmax over the candidates
-        if cfg.epsilon and not cfg.greedy:
+        if cfg.epsilon:
             logp = epsilon_mixture(logp, cfg.epsilon)
         k = (
             int(logp.argmax())
