@@ -270,8 +270,9 @@ def test_a_replayed_trajectory_adds_no_optimizer_step_of_its_own(monkeypatch):
     assert n == 263
 
     def prepare(learner, flat, cfg, swap, temperature, clock=None):
-        units = [[torch.zeros(1) for _ in flat.steps], [torch.ones(1) for _ in flat.steps]]
-        return None, U.Advantages(torch.zeros(n)), (*units, [torch.zeros(1, dtype=torch.bool)] * n)
+        ones, zeros = [torch.ones(1) for _ in flat.steps], [torch.zeros(1) for _ in flat.steps]
+        units = U.Units(zeros, ones, [torch.zeros(1, dtype=torch.bool)] * n, ones, ones)
+        return None, U.Advantages(torch.zeros(n)), units
 
     sizes = []
     monkeypatch.setattr(U, "_prepare", prepare)
@@ -302,8 +303,8 @@ def test_a_minibatch_without_gradient_leaves_the_policy_where_it_is(monkeypatch)
 
     monkeypatch.setattr(U, "_backward", backward)
     cfg = AlgoConfig(name="grpo")
-    assert U._minibatch_loss(learner, *[None] * 6, cfg, *[None] * 3)["loss/grad_norm"] > 0
+    assert U._minibatch_loss(learner, *[None] * 4, cfg, *[None] * 3)["loss/grad_norm"] > 0
     moved = weight.detach().clone()
     assert moved.abs().sum() > 0 and len(learner.optimizer.state) == 1
-    assert U._minibatch_loss(learner, *[None] * 6, cfg, *[None] * 3)["loss/grad_norm"] == 0
+    assert U._minibatch_loss(learner, *[None] * 4, cfg, *[None] * 3)["loss/grad_norm"] == 0
     assert torch.equal(weight.detach(), moved)  # before: Adam's momentum moved it another ~0.1 per unit

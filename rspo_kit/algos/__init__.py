@@ -13,7 +13,8 @@ has a slow loop reference in ``tests/test_algos.py``.
 - ``losses``: the clipped surrogate and clipped value loss of PPO (Schulman et al. 2017), with
   LUFFY policy shaping (Yan et al. 2025, "Learning to Reason under Off-Policy Guidance") for
   off-policy units; KL penalties, entropies, explained variance.
-- ``offpolicy``: per-unit weights for replayed samples (none, truncated IS, LUFFY).
+- ``offpolicy``: per-unit corrections for replayed samples (GePPO's shifted clip, truncated IS,
+  LUFFY, none).
 
 Shared conventions: ``step_traj`` maps each step to its trajectory and the steps of one
 trajectory appear in time order (trajectories may be interleaved); float64 inside where sums
@@ -50,7 +51,7 @@ _NAMES = {
         "kl_penalty",
         "value_loss",
     ),
-    "offpolicy": ("OFFPOLICY_MODES", "OffPolicyMode", "offpolicy_weights", "weight_stats"),
+    "offpolicy": ("OFFPOLICY_MODES", "OffPolicyMode", "offpolicy_weights", "shifted_center", "weight_stats"),
 }
 _HOME = {name: f"rspo_kit.algos.{module}" for module, names in _NAMES.items() for name in names}
 __all__ = sorted(_HOME)

@@ -4,7 +4,8 @@ A "unit" is whatever carries one log-prob: a token in ``free`` action mode, one 
 in ``choice`` mode. The losses do not care which; they take flat (T,) tensors and a mask.
 
 - ``clipped_policy_loss``: PPO's clipped surrogate (Schulman et al. 2017, Eq. 7) with optional
-  off-policy sample weights and LUFFY policy shaping (Yan et al. 2025) on chosen units;
+  off-policy sample weights, GePPO's shifted clip window (Queeney et al. 2021; RSPO's J_off) and LUFFY
+  policy shaping (Yan et al. 2025) on chosen units;
 - ``value_loss``: clipped value regression, as in OpenAI baselines' PPO2;
 - ``kl_penalty``: the k1/k2/k3 per-unit KL estimators to a reference policy;
 - ``entropy_from_logits`` and ``categorical_entropy``: policy entropy in free and choice mode;
@@ -60,6 +61,7 @@ class PolicyLossOutput:
     approx_kl: Tensor  # mean k3 estimate of KL(π_old ‖ π) over masked, unshaped units
     clip_frac: Tensor  # share of masked, unshaped units whose gradient clipping blocked
     ratio_mean: Tensor  # mean π/π_old over masked, unshaped units
+    clipped: Tensor  # (T,) bool, detached: the units whose gradient clipping blocked
 
 
 def clipped_policy_loss(
@@ -74,6 +76,7 @@ def clipped_policy_loss(
     shaping_gamma: float = 0.1,
     aggregation: Aggregation = "token_mean",
     seq: Tensor | None = None,
+    clip_center: Tensor | None = None,
 ) -> PolicyLossOutput:
     """PPO clipped surrogate per unit, with off-policy weights and LUFFY shaping; (T,) -> scalar.
 
@@ -83,7 +86,11 @@ def clipped_policy_loss(
     weights: (T,) detached per-unit sample weights (e.g. truncated IS), default 1.
     shaped: (T,) bool, units that take LUFFY's shaped objective −A·w·f(π), f(π) = π/(π+γ) with
     π = exp(logp) and γ = ``shaping_gamma``, in place of the clipped ratio. seq: (T,) sequence
-    ids, needed for ``aggregation="seq_mean"``.
+    ids, needed for ``aggregation="seq_mean"``. clip_center: (T,) detached centre c of each unit's clip
+    window, default 1: the ratio r = π/π_old is clipped to [c − clip_low, c + clip_high]. GePPO's
+    generalised clip (Queeney et al. 2021), RSPO's J_off (paper Eq. 4), passes old_logp = log π_B (the
+    behaviour policy that sampled the unit) and c = π_θold/π_B, so the window sits where the policy
+    stands before this update, not at 1; with π_θold = π_B it is PPO's own clip.
 
     The metrics leave shaped units out: their old_logp is another policy's (the explorer's), so
     their ratio measures the gap between the two policies, not the size of this update.
@@ -99,13 +106,16 @@ def clipped_policy_loss(
     weights = torch.ones_like(advantages) if weights is None else weights.detach().to(dtype)
     shaped = torch.zeros_like(mask_f, dtype=torch.bool) if shaped is None else shaped.bool()
     high = clip_low if clip_high is None else clip_high
+    center = torch.ones_like(advantages) if clip_center is None else clip_center.detach().to(dtype)
+    check_1d("clip_center", center, logp.shape[0])
 
     # A shaped unit's ratio is unused; zeroing its log-ratio keeps a huge π/π_B from turning
     # into inf·0 = NaN in the gradient of the branch torch.where discards.
     log_ratio = torch.where(shaped, torch.zeros_like(logp), logp - old_logp.detach())
     ratio = torch.exp(log_ratio)
     pg_unclipped = -advantages * ratio
-    pg_clipped = -advantages * torch.clamp(ratio, 1.0 - clip_low, 1.0 + high)
+    # the window [c − ε_low, c + ε_high]: c = 1 is PPO's; GePPO's c = π_old/π_B (paper Eq. 4)
+    pg_clipped = -advantages * torch.minimum(torch.maximum(ratio, center - clip_low), center + high)
     pg_loss = torch.maximum(pg_unclipped, pg_clipped)  # PPO (Schulman et al. 2017), Eq. 7, negated
     prob = torch.exp(logp)
     shaped_loss = -advantages * prob / (prob + shaping_gamma)  # LUFFY (Yan et al. 2025) f(π) = π/(π+γ)
@@ -115,12 +125,17 @@ def clipped_policy_loss(
     with torch.no_grad():
         ppo_units = mask_f * (~shaped).to(dtype)
         n = ppo_units.sum().clamp(min=1)
-        approx_kl = (((ratio - 1.0) - log_ratio) * ppo_units).sum() / n  # k3 (Schulman 2020)
+        # the update's own step: π/π_old, which is r/c for a unit whose ratio is taken against π_B
+        log_step = log_ratio - torch.log(center)  # exactly log_ratio where c = 1
+        step = torch.exp(log_step)
+        approx_kl = (((step - 1.0) - log_step) * ppo_units).sum() / n  # k3 (Schulman 2020)
         # Clipping is active where the clipped term is the larger loss: its gradient is 0 there.
-        clipped = (pg_clipped > pg_unclipped).to(dtype)
-        clip_frac = (clipped * ppo_units).sum() / n
-        ratio_mean = (ratio * ppo_units).sum() / n
-    return PolicyLossOutput(loss=loss, approx_kl=approx_kl, clip_frac=clip_frac, ratio_mean=ratio_mean)
+        clipped = pg_clipped > pg_unclipped
+        clip_frac = (clipped.to(dtype) * ppo_units).sum() / n
+        ratio_mean = (step * ppo_units).sum() / n
+    return PolicyLossOutput(
+        loss=loss, approx_kl=approx_kl, clip_frac=clip_frac, ratio_mean=ratio_mean, clipped=clipped & ~shaped
+    )
 
 
 def value_loss(

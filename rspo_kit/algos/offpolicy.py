@@ -1,11 +1,14 @@
-"""Per-unit weights for off-policy (replayed) samples in the actor update (DESIGN §1, step 5).
+"""Per-unit corrections for off-policy (replayed) samples in the actor update.
 
 Replayed trajectories were sampled by the explorer B, not by the actor A being updated, so
-their units carry a weight in the policy loss:
+their units carry a correction in the policy loss (``swap.offpolicy_clip``):
 
+- ``"shifted"``: GePPO's generalised clip (Queeney et al. 2021), RSPO's J_off (paper Eq. 4): the
+  ratio π_θ/π_B is clipped to [c − ε, c + ε] around c = π_old/π_B (``shifted_center``), weight 1;
 - ``"none"``: w = 1, treat them as on-policy;
 - ``"truncated_is"``: w = min(π_A / π_B, c), detached — importance sampling truncated at c so a
-  unit that A now likes far more than B did cannot dominate the batch (the default, c = 2);
+  unit that A now likes far more than B did cannot dominate the batch (c = ``swap.is_clip``, 2;
+  the earlier group_mixing design's default);
 - ``"luffy"``: w = 1 here; LUFFY's correction (Yan et al. 2025) is the policy shaping
   f(π) = π/(π+γ) inside the loss, so the caller passes ``shaped=True`` for these units to
   ``clipped_policy_loss``.
@@ -22,7 +25,7 @@ if TYPE_CHECKING:
 
 # The run config takes its list of modes from here, so this module needs nothing of torch but the
 # tensors it is given: reading a config (or the CLI's --help) does not import torch.
-OffPolicyMode = Literal["none", "truncated_is", "luffy"]
+OffPolicyMode = Literal["shifted", "truncated_is", "luffy", "none"]
 OFFPOLICY_MODES: tuple[str, ...] = get_args(OffPolicyMode)
 
 
@@ -36,6 +39,7 @@ def _truncated_is(logp_current: Tensor, logp_behaviour: Tensor, is_clip: float) 
 
 
 OFFPOLICY_WEIGHTS: dict[str, Callable[[Tensor, Tensor, float], Tensor]] = {
+    "shifted": _unit_weights,  # the correction is the clip window's centre: shifted_center
     "none": _unit_weights,
     "truncated_is": _truncated_is,
     "luffy": _unit_weights,  # the shaping lives in clipped_policy_loss(shaped=...)
@@ -65,6 +69,25 @@ def offpolicy_weights(
         want, got = tuple(logp_current.shape), tuple(logp_behaviour.shape)
         raise ValueError(f"logp_behaviour must have shape {want}, got {got}")
     return OFFPOLICY_WEIGHTS[mode](logp_current.detach(), logp_behaviour.detach(), is_clip)
+
+
+# a log-ratio this far from 0 is a probability ratio past 1e13: the clamp keeps exp finite in float32
+_MAX_LOG_CENTER = 30.0
+
+
+def shifted_center(logp_old: Tensor, logp_behaviour: Tensor) -> Tensor:
+    """GePPO's clip centre c = π_old/π_B per unit; (T,), (T,) -> (T,), detached.
+
+    logp_old: log-probs under the policy before this update (π_θold); logp_behaviour: under the policy
+    that sampled the unit (π_B). The ratio π_θ/π_B is clipped to [c − ε, c + ε]; where π_old = π_B,
+    c = 1 and the window is PPO's.
+
+    >>> import torch
+    >>> shifted_center(torch.log(torch.tensor([0.5, 0.2])), torch.log(torch.tensor([0.5, 0.4])))
+    tensor([1.0000, 0.5000])
+    """
+    log_c = (logp_old.detach() - logp_behaviour.detach()).clamp(-_MAX_LOG_CENTER, _MAX_LOG_CENTER)
+    return log_c.exp()
 
 
 def weight_stats(w: Tensor, is_clip: float = 2.0) -> dict[str, float]:

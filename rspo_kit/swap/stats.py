@@ -57,3 +57,25 @@ def swap_metrics(
         "swap/process_outcome_tau": agreement.mean_tau,
         "swap/explorer_hacking_rate": hacking.rate if hacking else math.nan,
     }
+
+
+# the paper's Table 6 counts "identical states visited within a fixed window" without giving the window:
+# here the 8 steps before a step, in its own episode (a loop of go-to and back is caught, a return to a
+# room many steps later is not)
+REPEAT_WINDOW = 8
+
+
+def repeated_states(trajs: Sequence[Any], window: int = REPEAT_WINDOW) -> int:
+    """Steps taken in a state (``anchor``) that the same episode was in within its last ``window`` steps:
+    a high count is an agent going in circles (the paper's Table 6: 1,167 for GRPO, 623 for RSPO).
+
+    >>> from types import SimpleNamespace as NS
+    >>> episode = NS(steps=[NS(anchor=a) for a in "abab" + "c"])
+    >>> repeated_states([episode]), repeated_states([episode], window=1)
+    (2, 0)
+    """
+    count = 0
+    for t in trajs:
+        anchors = [s.anchor for s in t.steps]
+        count += sum(a in anchors[max(0, i - window) : i] for i, a in enumerate(anchors))
+    return count

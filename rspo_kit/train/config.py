@@ -22,7 +22,7 @@ from rspo_kit.rewards.signals import Signal
 from rspo_kit.swap.replay import ReplayFilter
 
 Algo = Literal["grpo", "ppo", "gigpo"]
-SwapMode = Literal["off", "rspo", "control"]
+SwapMode = Literal["off", "rspo", "control", "group_mixing"]
 
 
 def _kinds(hint: Any) -> tuple[Any, ...]:
@@ -86,7 +86,7 @@ class EnvConfig:
     )
     max_steps: int | None = None  # episode cap; None = the env's default (ALFWorld 50, WebShop 15)
     train_tasks: int = 400  # the pool of train tasks that iterations draw from
-    tasks_per_iteration: int = 4  # N in DESIGN.md section 1
+    tasks_per_iteration: int = 8  # B: tasks per update of A (the paper: 16; the loop keeps its ratios at 8)
     n_workers: int = 0  # BatchRunner workers; 0 = in-process (fast engines)
 
     def __post_init__(self) -> None:
@@ -176,10 +176,14 @@ class RewardConfig:
     misalign_eps: float = 0.0  # > 0 mixes in the env's hackable term: (1 - eps) * process + eps * hack
     hack: str = "hack"  # the env's process reward that pays for behaviour never leading to success
     mix_lambda: float = 0.5
+    # σ of Gaussian noise added to each trajectory's dense return where the explorer trains on it (the
+    # paper's Appendix D: 0.1 and 0.3 cost RSPO-GRPO 3 and 6 points on WebShop); 0: none
+    dense_noise: float = 0.0
 
     def __post_init__(self) -> None:
         _check_types(self)
         _require(self, "invalid_penalty", self.invalid_penalty >= 0, ">= 0")
+        _require(self, "dense_noise", self.dense_noise >= 0, ">= 0")
         _require(self, "misalign_eps", 0 <= self.misalign_eps <= 1, "in [0, 1]")
         _require(self, "mix_lambda", self.mix_lambda >= 0, ">= 0")
         _require(self, "process", self.process != "", "a registered process reward of the env")
@@ -243,32 +247,77 @@ class AlgoConfig:
 
 @dataclass
 class SwapConfig:
-    """RSPO (DESIGN.md section 1). ``mode="control"`` is the explorer without dense training."""
+    """RSPO. ``mode="rspo"`` is the paper's Algorithm 1 (arXiv 2607.04713), one loop a trainer iteration:
+
+    1. explorer phase: B <- A, then ``loop_steps`` (k) X-updates of B, each on a fresh rollout of
+       round((1 − α)·B) tasks × N scored by the dense reward (``explorer_reward``);
+    2. collection: B rolls out ``collect_tasks`` tasks × N, relabelled with the outcome and stored in
+       the buffer with its behaviour log-probs and off-policy advantage (``offpolicy_advantage``);
+    3. actor phase: k X-updates of A, each on round((1 − α)·B) fresh tasks × N plus round(α·B·N)
+       trajectories drawn from the buffer (``sampling``), J = (1 − α)·J_on + α·J_off with J_off's
+       correction ``offpolicy_clip``;
+    4. the buffer is reset (``buffer``).
+
+    B = ``env.tasks_per_iteration``, N = ``algo.group_size``, α = ``offpolicy_share``. ``mode="control"``
+    is the same loop with B = A (no explorer steps): extra samples only. ``mode="group_mixing"`` is the
+    earlier rspo_kit design that the studies in results/ measured (B re-synced and updated once per
+    iteration on A's batch, B playing A's tasks, replayed successes joined into A's own groups, truncated
+    importance weights, a FIFO buffer): its fields are ``sync_every``, ``explorer_updates``,
+    ``explorer_group_size``, ``replay_filter``, ``replay_ratio``; the variant ``group_mixing`` sets
+    ``offpolicy_clip = "truncated_is"`` as it ran. Why each default: docs/training.md.
+    """
 
     mode: SwapMode = "off"
-    # B <- A every this many iterations; 0: only at the first, then B trains on its own rollouts alone
-    # (a persistent explorer that can drift away from A)
-    sync_every: int = 1
-    explorer_updates: int = 1  # X-updates of B on process rewards per iteration (control: 0)
-    # B's sampling temperature; None: the actor's policy.temperature (RunConfig.explorer_temperature).
-    # Hotter than A's makes B differ from A even right after a sync
+    # -- the paper's loop (mode rspo, control)
+    loop_steps: int = 3  # k: X-updates of B, then of A, per loop (paper: 3; Table 4: k >= 5 back to plain)
+    offpolicy_share: float = 0.125  # α: the off-policy share of A's batch (paper: 1/8; Table 3)
+    collect_tasks: int | None = None  # B's collection batch in tasks; None: round(2·(1 − α)·B), the paper's 28 of 16
+    # how D_off is drawn: "reward" (highest outcome first; the paper's), "variance" (highest outcome
+    # variance of the collection group first), "random"; per "trajectory" or whole collection "group"
+    sampling: Literal["reward", "variance", "random"] = "reward"
+    draw_unit: Literal["trajectory", "group"] = "trajectory"
+    # among equal draw scores (a 0/1 outcome ties every success): larger stored advantage first (a success
+    # of a group where B mostly failed carries the signal; one of an all-success group has A_off = 0), or random
+    tie_order: Literal["advantage", "random"] = "advantage"
+    draw_replacement: bool = False  # False: a trajectory enters at most one of A's k batches per loop
+    offpolicy_clip: OffPolicyMode = "shifted"  # J_off's correction: GePPO's shifted clip (paper Eq. 4)
+    # "explicit": J = (1 − α)·J_on + α·J_off, each a token mean (paper Eq. 1); "data_share": one token
+    # mean over D_on ∪ D_off, α only the share of trajectories (Algorithm 1's batch)
+    offpolicy_weighting: Literal["explicit", "data_share"] = "explicit"
+    # A_off: "collection" = X's estimator within B's own collection group under the outcome, stored
+    # with the trajectory (paper Figure 2); "recomputed" = X's estimator over the drawn trajectories at
+    # update time. PPO computes GAE from A's critic at update time under either
+    offpolicy_advantage: Literal["collection", "recomputed"] = "collection"
+    buffer: Literal["loop", "fifo"] = "loop"  # "loop": D <- ∅ every loop (paper); "fifo": kept, replay_capacity
+    explorer_reward: Literal["dense", "outcome"] = "dense"  # "outcome": B trained on the outcome (RSPO_O)
+    # "actor_history": D holds A's own on-policy rollouts of the previous loop, no explorer (RSPO_H)
+    replay_source: Literal["explorer", "actor_history"] = "explorer"
+    explorer_optimizer: Literal["fresh", "carry"] = "fresh"  # B's Adam moments at B <- A: cleared or kept
+    # -- both designs
+    # B's sampling temperature; None: the actor's policy.temperature (RunConfig.explorer_temperature)
     explorer_temperature: float | None = None
     # share of B's choices taken uniformly among the candidates (choice mode): B tries actions the
     # actor's softmax all but rules out (a verb no demonstration showed sits near 1e-11), and its
     # behaviour log-probs are the mixture's, so the actor's importance weight π_A/π_B stays exact
     explorer_epsilon: float = 0.0
-    # None: half the actor's algo.lr, so it follows any lr override (RunConfig.explorer_lr); modest,
-    # since a strong explorer drifts onto a misaligned reward
+    # None: algo.lr in the paper's loop (Algorithm 1 updates B with the same method X); half of it in
+    # group_mixing, as that design ran (RunConfig.explorer_lr)
     explorer_lr: float | None = None
+    replay_capacity: int = 256  # trajectories kept: buffer "fifo" and group_mixing
+    is_clip: float = 2.0  # truncated_is: the weight's cap
+    # -- the earlier design (mode group_mixing)
+    # B <- A every this many iterations; 0: only at the first, then B trains on its own rollouts alone
+    sync_every: int = 1
+    explorer_updates: int = 1  # X-updates of B on process rewards per iteration (0: its control)
     explorer_group_size: int = 4  # trajectories of B per task
-    replay_capacity: int = 256  # trajectories kept, FIFO per task
     replay_filter: ReplayFilter = "success"
     replay_ratio: float = 0.25  # M = round(ratio * G) replayed trajectories join each actor group
-    offpolicy_weight: OffPolicyMode = "truncated_is"
-    is_clip: float = 2.0
 
     def __post_init__(self) -> None:
         _check_types(self)
+        _require(self, "loop_steps", self.loop_steps >= 1, ">= 1")
+        _require(self, "offpolicy_share", 0 <= self.offpolicy_share < 1, "in [0, 1)")
+        _require(self, "collect_tasks", self.collect_tasks is None or self.collect_tasks >= 1, "None or >= 1")
         _require(self, "sync_every", self.sync_every >= 0, ">= 1 (every k-th iteration) or 0 (never again)")
         _require(self, "explorer_updates", self.explorer_updates >= 0, ">= 0")
         _require(
@@ -288,10 +337,18 @@ class SwapConfig:
     def enabled(self) -> bool:
         return self.mode != "off"
 
+    @property
+    def paper_loop(self) -> bool:
+        """Whether the run follows Algorithm 1 (``rspo``, ``control``), not the earlier design."""
+        return self.mode in ("rspo", "control")
+
 
 @dataclass
 class TrainConfig:
-    iterations: int = 10  # 0 = SFT warm start + evaluation only
+    iterations: int = 10  # 0 = SFT warm start + evaluation only; under the paper's loop, loops
+    # stop once this many updates of the actor A are done (the paper's accounting: 150); checked at the
+    # end of an iteration, so a loop of k updates may pass it by up to k − 1
+    updates: int | None = None
     max_env_steps: int | None = None  # stop once this many env steps (actor + explorer) are spent
     seed: int = 0
     eval_every: int = 5  # iterations; the last iteration is always evaluated
@@ -316,6 +373,7 @@ class TrainConfig:
         _check_types(self)
         _require(self, "iterations", self.iterations >= 0, ">= 0")
         _require(self, "max_env_steps", self.max_env_steps is None or self.max_env_steps > 0, "None or > 0")
+        _require(self, "updates", self.updates is None or self.updates > 0, "None or > 0")
         _require(self, "eval_every", self.eval_every >= 1, ">= 1")
         _require(self, "eval_n", self.eval_n >= 0, ">= 0")
         _require(self, "final_eval_n", self.final_eval_n >= 0, ">= 0")
@@ -354,12 +412,8 @@ class RunConfig:
         """Re-run every component's checks (fields may have been assigned after construction)."""
         for f in dataclasses.fields(self):
             getattr(self, f.name).__post_init__()
-        if self.swap.mode == "control" and self.swap.explorer_updates:
-            # an override applied to a whole grid of variants must not quietly train the control's explorer
-            raise ValueError(
-                f"swap.explorer_updates = {self.swap.explorer_updates} with swap.mode = 'control': the "
-                "control's explorer takes no dense update (B = A); use the rspo variant for a trained explorer"
-            )
+        if self.swap.paper_loop:
+            self._check_loop_batches()
         if self.policy.choice_score != "sum" and self.policy.warmstart:
             # the SFT warm start (rspo_kit.policy.sft.choice_loss) fits the softmax over summed scores
             raise ValueError(
@@ -375,16 +429,70 @@ class RunConfig:
             )
         return self
 
+    def _check_loop_batches(self) -> None:
+        """The paper's loop needs an on-policy task and, with α > 0, a replayed trajectory in A's batch."""
+        s, b = self.swap, self.env.tasks_per_iteration
+        if self.on_policy_tasks < 1:
+            raise ValueError(
+                f"swap.offpolicy_share = {s.offpolicy_share} with env.tasks_per_iteration = {b}: "
+                f"round((1 − α)·B) = {self.on_policy_tasks} on-policy tasks; A needs at least one"
+            )
+        if s.offpolicy_share > 0 and self.replayed_per_update < 1:
+            raise ValueError(
+                f"swap.offpolicy_share = {s.offpolicy_share} with env.tasks_per_iteration = {b} and "
+                f"algo.group_size = {self.algo.group_size}: round(α·B·N) = 0 replayed trajectories; raise α "
+                "or the batch (or set α = 0 for no replay)"
+            )
+        if self.on_policy_tasks > self.env.train_tasks or self.collect_tasks > self.env.train_tasks:
+            raise ValueError(
+                f"env.train_tasks = {self.env.train_tasks}: fewer than the loop's {self.on_policy_tasks} "
+                f"on-policy or {self.collect_tasks} collection tasks"
+            )
+
+    @property
+    def on_policy_tasks(self) -> int:
+        """round((1 − α)·B): the tasks of each fresh rollout in the paper's loop (A's and B's steps).
+
+        >>> RunConfig(env=EnvConfig(tasks_per_iteration=16)).on_policy_tasks
+        14
+        """
+        return round((1 - self.swap.offpolicy_share) * self.env.tasks_per_iteration)
+
+    @property
+    def replayed_per_update(self) -> int:
+        """round(α·B·N): the trajectories drawn from the buffer for each update of A.
+
+        >>> RunConfig(env=EnvConfig(tasks_per_iteration=16)).replayed_per_update
+        16
+        """
+        return round(self.swap.offpolicy_share * self.env.tasks_per_iteration * self.algo.group_size)
+
+    @property
+    def collect_tasks(self) -> int:
+        """B's collection batch in tasks: ``swap.collect_tasks``, or round(2·(1 − α)·B) (the paper's 28 of 16).
+
+        >>> RunConfig(env=EnvConfig(tasks_per_iteration=16)).collect_tasks
+        28
+        """
+        if self.swap.collect_tasks is not None:
+            return self.swap.collect_tasks
+        return round(2 * (1 - self.swap.offpolicy_share) * self.env.tasks_per_iteration)
+
     @property
     def explorer_lr(self) -> float:
-        """RSPO's explorer learning rate: ``swap.explorer_lr``, or half the actor's ``algo.lr`` if None.
+        """RSPO's explorer learning rate: ``swap.explorer_lr``, or if None the actor's ``algo.lr`` in the
+        paper's loop (B takes X's own steps) and half of it in group_mixing (as that design ran).
 
-        >>> RunConfig(algo=AlgoConfig(lr=3e-4)).explorer_lr
+        >>> RunConfig(algo=AlgoConfig(lr=3e-4), swap=SwapConfig(mode="rspo")).explorer_lr
+        0.0003
+        >>> RunConfig(algo=AlgoConfig(lr=3e-4), swap=SwapConfig(mode="group_mixing")).explorer_lr
         0.00015
         >>> RunConfig(algo=AlgoConfig(lr=3e-4), swap=SwapConfig(explorer_lr=1e-5)).explorer_lr
         1e-05
         """
-        return self.algo.lr / 2 if self.swap.explorer_lr is None else self.swap.explorer_lr
+        if self.swap.explorer_lr is not None:
+            return self.swap.explorer_lr
+        return self.algo.lr / 2 if self.swap.mode == "group_mixing" else self.algo.lr
 
     @property
     def explorer_temperature(self) -> float:
@@ -409,6 +517,8 @@ class RunConfig:
         unknown = set(d) - set(parts)
         if unknown:
             raise ValueError(f"unknown RunConfig sections {sorted(unknown)}; known: {sorted(parts)}")
+        d = {k: dict(v) for k, v in d.items()}
+        _read_earlier_swap(d.get("swap", {}))
         return cls(**{k: types[k](**v) for k, v in d.items()})
 
     def override(self, dotted: str, value: Any) -> RunConfig:
@@ -444,6 +554,18 @@ class RunConfig:
             names = [f.name for f in dataclasses.fields(getattr(self, section))]
             hint = f"; {section} has {', '.join(names)}"
         raise ValueError(f"unknown config field {dotted!r}{hint}")
+
+
+def _read_earlier_swap(swap: dict) -> None:
+    """A config written before the paper's loop (no ``swap.loop_steps``) in today's names: its mode
+    ``rspo`` or ``control`` was the earlier design, now ``group_mixing`` (its control: no explorer
+    update), and its ``offpolicy_weight`` is ``offpolicy_clip``."""
+    if "offpolicy_weight" in swap:
+        swap["offpolicy_clip"] = swap.pop("offpolicy_weight")
+    if swap and "loop_steps" not in swap and swap.get("mode") in ("rspo", "control"):
+        if swap["mode"] == "control":
+            swap["explorer_updates"] = 0
+        swap["mode"] = "group_mixing"
 
 
 _WHAT = {bool: "true or false", int: "an integer", float: "a number", type(None): "none"}
@@ -582,14 +704,14 @@ def _protocol_train(max_env_steps: int, eval_every: int) -> dict[str, Any]:
 # Named presets: what tests, notebooks and the CLI share. "tiny" runs on a 2-core CPU in minutes.
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "tiny": {
-        "env": {"train_tasks": 400, "tasks_per_iteration": 4},
+        "env": {"train_tasks": 400, "tasks_per_iteration": 8},
         "policy": {"preset": "tiny", "sft_minutes": 10.0},
         "algo": {"group_size": 8, "lr": 1e-4, "minibatch_steps": 64},
         "train": {"iterations": 10, "eval_n": 30, "eval_every": 5},
     },
     # tiny's run on the larger scratch model (policy.models' "small": 6 layers, hidden size 256)
     "small": {
-        "env": {"train_tasks": 400, "tasks_per_iteration": 4},
+        "env": {"train_tasks": 400, "tasks_per_iteration": 8},
         "policy": {"preset": "small", "sft_minutes": 10.0},
         "algo": {"group_size": 8, "lr": 1e-4, "minibatch_steps": 64},
         "train": {"iterations": 10, "eval_n": 30, "eval_every": 5},
@@ -599,7 +721,9 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "env": {"train_tasks": 8, "tasks_per_iteration": 2, "max_steps": 6},
         "policy": {"preset": "tiny", "warmstart": False},
         "algo": {"group_size": 2, "minibatch_steps": 16},
-        "swap": {"explorer_group_size": 2, "replay_ratio": 0.5},  # M = 1 replayed per group of 2
+        # the paper's loop at the smallest batch that replays: 1 on-policy task x 2 + 2 replayed, k = 2;
+        # group_mixing: M = 1 replayed per group of 2
+        "swap": {"loop_steps": 2, "offpolicy_share": 0.5, "explorer_group_size": 2, "replay_ratio": 0.5},
         "train": {"iterations": 2, "eval_n": 2, "eval_every": 1, "progress_bar": False},
     },
     "gpu": {  # a real instruction-tuned model with LoRA, for GPU users (nothing is downloaded)
@@ -618,7 +742,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     # success as the outcome; the warm start is 1,536 SFT updates under the same cap (what 10 minutes
     # gave on 2 cores, as a count: the same schedule on any machine; results/warm_starts/README.md).
     "alfworld-40k": {
-        "env": {"name": "alfworld", "train_tasks": 400, "tasks_per_iteration": 4, "max_steps": 30},
+        "env": {"name": "alfworld", "train_tasks": 400, "tasks_per_iteration": 8, "max_steps": 30},
         "policy": {
             "preset": "tiny",
             "sft_updates": 1536,
@@ -642,7 +766,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     # sampled, and 36% (greedy) of the other four's (the README beside it). The explorer setting is the
     # config default; the regime map says which to run.
     "alfworld-hard": {
-        "env": {"name": "alfworld", "train_tasks": 400, "tasks_per_iteration": 4, "max_steps": 30},
+        "env": {"name": "alfworld", "train_tasks": 400, "tasks_per_iteration": 8, "max_steps": 30},
         "policy": {
             "preset": "tiny",
             "sft_updates": 1536,
@@ -657,7 +781,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     # 100) as the outcome, since full successes are rare for the tiny model, and the replay of explorer
     # episodes above their group's mean score; the warm start is 1,284 SFT updates under the 15-step cap.
     "webshop-7k": {
-        "env": {"name": "webshop", "train_tasks": 400, "tasks_per_iteration": 4, "max_steps": 15},
+        "env": {"name": "webshop", "train_tasks": 400, "tasks_per_iteration": 8, "max_steps": 15},
         "policy": {
             "preset": "tiny",
             "sft_updates": 1284,
@@ -682,7 +806,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     # variant learnt in 12k env steps. lr 1e-3: plain GRPO on chain-4x2-cap10 went from 12% to 81% rollout
     # success in 4k env steps (3e-4: to 50%).
     "chain-4k": {
-        "env": {"name": "chain-4x2", "train_tasks": 400, "tasks_per_iteration": 4},
+        "env": {"name": "chain-4x2", "train_tasks": 400, "tasks_per_iteration": 8},
         "policy": {
             "preset": "tiny",
             "sft_env": "chain-4x2",
@@ -703,6 +827,7 @@ VARIANTS: dict[str, tuple[SwapMode, Signal]] = {
     "control": ("control", "outcome"),
     "process": ("off", "process"),
     "mix": ("off", "mix"),
+    "group_mixing": ("group_mixing", "outcome"),  # the earlier design, for the record of results/
 }
 
 
@@ -715,7 +840,8 @@ def preset(
     seed: int = 0,
     **overrides: Any,
 ) -> RunConfig:
-    """A named ``RunConfig``. ``swap``: True/"rspo", False/"plain", "control", "process" or "mix".
+    """A named ``RunConfig``. ``swap``: True/"rspo", False/"plain", "control", "process", "mix" or
+    "group_mixing" (the earlier design, with the truncated importance weights it ran with).
 
     ``env``: None is the preset's own env (a protocol such as "alfworld-40k" fixes its env; another is
     an error), else "alfworld". ``overrides`` are dotted fields with ``__`` for the dot:
@@ -742,8 +868,8 @@ def preset(
         train=TrainConfig(**{**parts.get("train", {}), "seed": seed}),
     )
     cfg.swap.mode, cfg.reward.train_on = VARIANTS[variant]
-    if cfg.swap.mode == "control":
-        cfg.swap.explorer_updates = 0  # B = A: extra samples only, no dense training
+    if variant == "group_mixing":
+        cfg.swap.offpolicy_clip = "truncated_is"
     for key, value in overrides.items():
         cfg.override(key.replace("__", "."), value)
     return cfg.validate()
@@ -756,17 +882,20 @@ def process_reward_use(cfg: RunConfig) -> str | None:
     >>> process_reward_use(preset("smoke", env="chain-4x2", swap="control")) is None
     True
     >>> process_reward_use(preset("smoke", env="chain-4x2", swap="rspo"))
-    "the explorer's dense updates (swap.mode = 'rspo', swap.explorer_updates = 1)"
+    "the explorer's dense updates (swap.mode = 'rspo', swap.explorer_reward = 'dense')"
     """
+    s = cfg.swap
     if cfg.reward.train_on != "outcome":
         return f"the actor's updates (reward.train_on = {cfg.reward.train_on!r})"
-    if cfg.swap.mode == "rspo" and cfg.swap.explorer_updates > 0:
-        return f"the explorer's dense updates (swap.mode = 'rspo', swap.explorer_updates = {cfg.swap.explorer_updates})"
+    if s.mode == "rspo" and s.explorer_reward == "dense" and s.replay_source == "explorer":
+        return "the explorer's dense updates (swap.mode = 'rspo', swap.explorer_reward = 'dense')"
+    if s.mode == "group_mixing" and s.explorer_updates > 0:
+        return f"the explorer's dense updates (swap.mode = 'group_mixing', swap.explorer_updates = {s.explorer_updates})"
     return None
 
 
 def variant_of(cfg: RunConfig) -> str:
-    """The name of a config's variant ("rspo", "plain", "control", "process", "mix")."""
+    """The name of a config's variant ("rspo", "plain", "control", "process", "mix", "group_mixing")."""
     for name, (mode, signal) in VARIANTS.items():
         if (cfg.swap.mode, cfg.reward.train_on) == (mode, signal):
             return name

@@ -40,7 +40,7 @@ import math
 import random
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,9 @@ from rspo_kit.rewards.outcome import OutcomeConfig
 from rspo_kit.rewards.process import GENERIC_REWARD, ProcessReward, ProgressPotential
 from rspo_kit.rewards.signals import RewardModel
 from rspo_kit.swap import ReplayBuffer, derive_explorer, reward_swap
+from rspo_kit.swap.buffer import LoopBuffer, ReplayEntry
+from rspo_kit.swap.loop import LoopBatch, LoopSettings, rspo_loop
+from rspo_kit.swap.stats import repeated_states
 from rspo_kit.timing import timer
 from rspo_kit.train.checkpoint import (
     CheckpointError,
@@ -72,9 +75,12 @@ from rspo_kit.train.checkpoint import (
 )
 from rspo_kit.train.config import AlgoConfig, RunConfig, process_reward_use, variant_of
 from rspo_kit.train.setup import initial_policy, load_run_env, preset_source
-from rspo_kit.train.update import Learner, UpdateBatch, update
+from rspo_kit.train.update import Learner, UpdateBatch, batch_advantages, update
 
 EVENTS = ("on_rollout_end", "on_swap", "on_update_end", "on_eval", "on_checkpoint")
+# what a run has spent, counted per role: the paper's accounting (updates of A) and a user's (env steps);
+# "env_steps_explorer" holds B's dense rollouts and its collection together
+BUDGET_KEYS = ("actor_updates", "explorer_updates", "env_steps_actor", "env_steps_explorer")
 
 
 class TrainingStopped(RuntimeError):
@@ -296,6 +302,9 @@ def _rollout_metrics(prefix: str, trajs: Sequence[Trajectory], rewards: RewardMo
         f"{prefix}/crashed": float(sum(t.crashed for t in trajs)),
         f"{prefix}/process_return": sum(process) / n,
         f"{prefix}/outcome_return": sum(rewards.outcome_return(t) for t in trajs) / n,
+        # the paper's Table 6: states visited again within a window of the episode's last steps
+        f"{prefix}/repeated_states": float(repeated_states(trajs)),
+        f"{prefix}/repeated_state_share": repeated_states(trajs) / max(1, steps),
     }
 
 
@@ -305,6 +314,93 @@ def _as_explorer(metrics: Mapping[str, float]) -> dict[str, float]:
         f"perf/explorer_{key[5:]}" if key.startswith("perf/") else f"explorer/{key}": v
         for key, v in metrics.items()
     }
+
+
+def _mean_metrics(updates: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """Each key's mean over the loop's updates that report it (NaN-free where any did)."""
+    out: dict[str, list[float]] = {}
+    for m in updates:
+        for key, v in m.items():
+            out.setdefault(key, []).append(v)
+    return {key: sum(v) / len(v) for key, v in out.items()}
+
+
+class _LoopRun:
+    """The trainer's side of one loop of Algorithm 1 (``rspo_kit.swap.loop.LoopRun``): B <- A, the
+    rollouts on fresh train tasks, X's updates and advantages, and what they spent (``budget/*``)."""
+
+    def __init__(self, trainer: Trainer, runner: BatchRunner, k: int):
+        self.trainer, self.runner, self.k = trainer, runner, k
+        self.trajs: dict[str, list[Trajectory]] = {"actor": [], "explorer": [], "collection": []}
+        self.batches: dict[str, list[UpdateBatch]] = {"actor": [], "explorer": [], "collection": []}
+        self.clock: dict[str, float] = {}
+
+    def _timed(self, key: str, seconds: float) -> None:
+        self.clock[key] = self.clock.get(key, 0.0) + seconds
+
+    def sync_explorer(self) -> None:
+        """B <- A: the actor's weights (and PPO's critic) into the explorer; B's optimizer moments
+        cleared with ``swap.explorer_optimizer = "fresh"`` (Adam moments of last loop's B would pull it
+        back), kept with ``carry``."""
+        t = self.trainer
+        fresh = t.cfg.swap.explorer_optimizer == "fresh"
+        t.pair.sync_explorer()
+        actor, explorer = t.learners["actor"], t.learners["explorer"]
+        if fresh:
+            explorer.optimizer.state.clear()
+        if actor.value_head is not None:
+            explorer.value_head.load_state_dict(actor.value_head.state_dict())
+            if fresh:
+                explorer.value_optimizer.state.clear()
+
+    def rollout(self, role: str, n_tasks: int, step: int) -> list[Trajectory]:
+        t, cfg = self.trainer, self.trainer.cfg
+        policy_role = "actor" if role == "actor" else "explorer"
+        rcfg = RolloutConfig(
+            group_size=cfg.algo.group_size,
+            temperature=t._temperature(policy_role),
+            max_new_tokens=cfg.policy.max_new_tokens,
+            epsilon=0.0 if role == "actor" else cfg.swap.explorer_epsilon,
+        )
+        tasks = random.Random(t._seed("tasks", self.k, step)).sample(t.pool, n_tasks)
+        index = (self.k - 1) * (2 * cfg.swap.loop_steps + 1) + step + 1  # each rollout its groups and seed
+        seed = 2 * cfg.train.seed + (role != "actor")
+        start = time.perf_counter()
+        policy = t._learner(policy_role).policy
+        trajs = rollout(policy, self.runner, tasks, rcfg, iteration=index, seed=seed, source=role)
+        self._timed(f"perf/{role}_rollout_s", time.perf_counter() - start)
+        self.trajs[role] += trajs
+        t.budget["env_steps_actor" if role == "actor" else "env_steps_explorer"] += sum(x.env_steps for x in trajs)
+        t._emit("on_rollout_end", self.k, {}, role=role, trajectories=trajs)
+        return trajs
+
+    def update(self, role: str, batch: LoopBatch) -> Mapping[str, float]:
+        t, cfg = self.trainer, self.trainer.cfg
+        ub = UpdateBatch(batch.trajs, batch.rewards, batch.offpolicy, batch.stored_advantages)
+        algo = cfg.algo if role == "actor" else replace(cfg.algo, lr=cfg.explorer_lr)
+        start = time.perf_counter()
+        metrics = t._update(role, ub, algo, t._seed(role, self.k, len(self.batches[role])))
+        self._timed(f"perf/{role}_update_s", time.perf_counter() - start)
+        t.budget[f"{role}_updates"] += 1
+        self.batches[role].append(ub)
+        return metrics
+
+    def advantages(self, trajs: Sequence[Trajectory], rewards: Sequence[Sequence[float]]) -> list[list[float]] | None:
+        cfg = self.trainer.cfg
+        batch = UpdateBatch(list(trajs), [list(r) for r in rewards])
+        if cfg.algo.name == "ppo":  # GAE from the critic of the policy being updated, at update time
+            if trajs and trajs[0].source == "collection":
+                self.batches["collection"].append(batch)
+            return None
+        flat = batch_advantages(batch, cfg.algo).step
+        batch.advantages = flat
+        if trajs and trajs[0].source == "collection":  # RSPO_H stores A's own rollouts, tabled already
+            self.batches["collection"].append(batch)
+        out, i = [], 0
+        for traj in trajs:
+            out.append(flat[i : i + len(traj.steps)].tolist())
+            i += len(traj.steps)
+        return out
 
 
 class Trainer:
@@ -344,12 +440,13 @@ class Trainer:
 
             register_learned(LearnedPRM.load(cfg.reward.prm), cfg.env.name)
         self.rewards = run_rewards(cfg)
-        self.buffer = ReplayBuffer(cfg.swap.replay_capacity, cfg.swap.replay_filter)
-        self.explorer_batch: list[Trajectory] = []  # D_B of the last iteration (explorer's own data)
+        self.buffer = ReplayBuffer(cfg.swap.replay_capacity, cfg.swap.replay_filter)  # group_mixing's
+        self.explorer_batch: list[Trajectory] = []  # group_mixing: D_B of the last iteration
+        self.loop_buffer = LoopBuffer(cfg.swap.replay_capacity if cfg.swap.buffer == "fifo" else None)
         self.pool = list_tasks(cfg.env.name, split="train", n=cfg.env.train_tasks)
         self.log = MetricsLog(self.run_dir / METRICS_FILE)
         self.iteration = 0
-        self.env_steps = 0
+        self.budget = dict.fromkeys(BUDGET_KEYS, 0)  # both accountings, per role (budget/*)
 
     # ----------------------------------------------------------------------------------- plumbing
     def _build_learner(self, role: str) -> Learner:
@@ -408,28 +505,104 @@ class Trainer:
 
     # ------------------------------------------------------------------------------------ the recipe
     def step(self, runner: BatchRunner) -> dict[str, float]:
-        """One iteration (DESIGN.md section 1); returns its metrics row."""
-        cfg, k = self.cfg, self.iteration + 1
+        """One iteration: a loop of the paper's Algorithm 1 (``swap.mode`` rspo, control), else one
+        update of plain X or of the earlier group_mixing design; returns its metrics row."""
+        k = self.iteration + 1
         row: dict[str, float] = {"iteration": k}
         with timer(row, "perf/iteration_s"):
-            tasks = random.Random(self._seed("tasks", k)).sample(self.pool, cfg.env.tasks_per_iteration)
-            actor = self._rollout(runner, "actor", tasks, k, row)  # 1. D_A
-            explorer: list[Trajectory] = []
-            if cfg.swap.enabled:
-                with timer(row, "perf/explorer_update_s"):
-                    row |= self._derive_explorer(k, actor)  # 2. B <- A when due, X on process rewards
-                explorer = self.explorer_batch = self._rollout(runner, "explorer", tasks, k, row)  # 3. D_B
-                batch = self._swap(k, actor, explorer, row)  # 4. admit D_B, mix groups, outcome only
-            else:  # the baselines: X on D_A under the configured signal (outcome, process or mix)
-                batch = UpdateBatch(actor, self.rewards.batch_rewards(actor, cfg.reward.train_on))
-            with timer(row, "perf/update_s"):
-                row |= self._update("actor", batch, cfg.algo, self._seed("actor", k))  # 5. X on its batch
-            self.env_steps += sum(t.env_steps for t in (*actor, *explorer))
-            row["rollout/cumulative_env_steps"] = float(self.env_steps)
-            self._emit("on_update_end", k, row, batch=batch)
-            self._record(k, batch, explorer, row)  # 6. the turn table; evaluation when due
+            if self.cfg.swap.paper_loop:
+                self._loop(runner, k, row)
+            else:
+                self._iteration(runner, k, row)
         self.iteration = k
         return row
+
+    def _budget_row(self, row: dict) -> None:
+        """The run's spending so far under both accountings, as ``budget/*``."""
+        row |= {f"budget/{key}": float(v) for key, v in self.budget.items()}
+        row["budget/env_steps"] = row["rollout/cumulative_env_steps"] = float(self.env_steps)
+
+    def _loop(self, runner: BatchRunner, k: int, row: dict) -> None:
+        """One loop of Algorithm 1 (``rspo_kit.swap.loop.rspo_loop``), its metrics, events and table."""
+        run = _LoopRun(self, runner, k)
+        record = rspo_loop(run, self.loop_settings, self.rewards, self.loop_buffer, random.Random(self._seed("loop", k)))
+        row |= run.clock
+        row |= _rollout_metrics("rollout", run.trajs["actor"], self.rewards)
+        row |= _rollout_metrics("explorer_rollout", run.trajs["explorer"] + run.trajs["collection"], self.rewards)
+        row |= _mean_metrics(record.actor_updates)
+        row |= _as_explorer(_mean_metrics(record.explorer_updates))
+        row |= record.metrics
+        self._budget_row(row)
+        data = {"record": record, "buffer": [e.traj for e in record.collection]}
+        self._emit("on_swap", k, {key: v for key, v in row.items() if key.startswith(("swap/", "explorer/"))}, **data)
+        batches = run.batches["actor"]
+        self._emit("on_update_end", k, row, batch=batches[-1], batches=batches, record=record)
+        self._record(k, row, lambda: self._loop_table(k, run.batches))
+
+    def _iteration(self, runner: BatchRunner, k: int, row: dict) -> None:
+        """One update of plain X (on D_A under ``reward.train_on``) or of the earlier group_mixing design:
+        1. D_A; 2. B <- A when due, X on process rewards; 3. D_B; 4. D_B admitted, groups mixed, outcome
+        only; 5. X on the batch; 6. metrics, table, evaluation."""
+        cfg = self.cfg
+        tasks = random.Random(self._seed("tasks", k)).sample(self.pool, cfg.env.tasks_per_iteration)
+        actor = self._rollout(runner, "actor", tasks, k, row)  # 1. D_A
+        explorer: list[Trajectory] = []
+        if cfg.swap.enabled:
+            with timer(row, "perf/explorer_update_s"):
+                row |= self._derive_explorer(k, actor)  # 2. B <- A when due, X on process rewards
+            self.budget["explorer_updates"] += cfg.swap.explorer_updates
+            explorer = self.explorer_batch = self._rollout(runner, "explorer", tasks, k, row)  # 3. D_B
+            batch = self._swap(k, actor, explorer, row)  # 4. admit D_B, mix groups, outcome only
+        else:  # the baselines: X on D_A under the configured signal (outcome, process or mix)
+            batch = UpdateBatch(actor, self.rewards.batch_rewards(actor, cfg.reward.train_on))
+        with timer(row, "perf/update_s"):
+            row |= self._update("actor", batch, cfg.algo, self._seed("actor", k))  # 5. X on its batch
+        self.budget["actor_updates"] += 1
+        self.budget["env_steps_actor"] += sum(t.env_steps for t in actor)
+        self.budget["env_steps_explorer"] += sum(t.env_steps for t in explorer)
+        self._budget_row(row)
+        self._emit("on_update_end", k, row, batch=batch)
+        self._record(k, row, lambda: self._write_table(k, batch, explorer))  # 6. the turn table; evaluation
+
+    @property
+    def loop_settings(self) -> LoopSettings:
+        """The paper's loop as the run's config sets it."""
+        cfg, s = self.cfg, self.cfg.swap
+        return LoopSettings(
+            steps=s.loop_steps,
+            on_policy_tasks=cfg.on_policy_tasks,
+            replayed=cfg.replayed_per_update,
+            collect_tasks=cfg.collect_tasks,
+            explorer_steps=s.mode == "rspo",
+            explorer_reward=s.explorer_reward,
+            dense_noise=cfg.reward.dense_noise,
+            replay_source=s.replay_source,
+            offpolicy_advantage=s.offpolicy_advantage,
+            sampling=s.sampling,
+            draw_unit=s.draw_unit,
+            tie_order=s.tie_order,
+            draw_replacement=s.draw_replacement,
+            buffer=s.buffer,
+        )
+
+    @property
+    def env_steps(self) -> int:
+        """Env steps spent so far, actor and explorer together."""
+        return self.budget["env_steps_actor"] + self.budget["env_steps_explorer"]
+
+    def _loop_table(self, k: int, batches: Mapping[str, list[UpdateBatch]]) -> None:
+        """The loop's per-turn table: A's k batches (role actor or replay), B's k dense batches
+        (explorer) and its collection (collection), each with the rewards and advantages it carried."""
+        frames, first = [], 0
+        for role in ("actor", "explorer", "collection"):
+            for batch in batches[role]:
+                proc = self.rewards.batch_rewards(batch.trajs, "process")
+                adv = batch.advantages.tolist() if batch.advantages is not None else None
+                outcomes = [self.rewards.outcome_return(t) for t in batch.trajs]
+                frames.append(turn_table(batch.trajs, k, proc, batch.rewards, adv, outcomes, first_id=first))
+                first += len(batch.trajs)
+        if frames:
+            write_table(pd.concat(frames, ignore_index=True), self.run_dir / "turns" / f"iter_{k:05d}.parquet")
 
     def _rollout(self, runner, role: str, tasks, k: int, row: dict) -> list[Trajectory]:
         """Step 1 or 3: ``role``'s episodes on ``tasks``, their metrics, the ``on_rollout_end`` event.
@@ -489,13 +662,13 @@ class Trainer:
         self._emit("on_swap", k, swap.metrics, actor=actor, explorer=explorer, **data)
         return UpdateBatch(swap.trajs, swap.rewards, swap.offpolicy)
 
-    def _record(self, k: int, batch: UpdateBatch, explorer: list[Trajectory], row: dict) -> None:
-        """Step 6: the per-turn table; the evaluation every ``eval_every`` iterations and at the end
-        (the final evaluations too once the last iteration ran or the env-step budget is spent)."""
+    def _record(self, k: int, row: dict, write_table: Callable[[], None]) -> None:
+        """Step 6: the per-turn table (``write_table``); the evaluation every ``eval_every`` iterations and
+        at the end (the final evaluations too once the last iteration ran or a budget is spent)."""
         t = self.cfg.train
         if t.tables:
             with timer(row, "perf/tables_s"):
-                self._write_table(k, batch, explorer)
+                write_table()
         last = k == t.iterations or self.budget_spent
         if k % t.eval_every == 0 or last:
             with timer(row, "perf/eval_s"):
@@ -594,8 +767,10 @@ class Trainer:
 
     @property
     def budget_spent(self) -> bool:
-        budget = self.cfg.train.max_env_steps
-        return budget is not None and self.env_steps >= budget
+        """An env-step budget (``train.max_env_steps``) or an update budget of A (``train.updates``) is spent."""
+        t = self.cfg.train
+        steps = t.max_env_steps is not None and self.env_steps >= t.max_env_steps
+        return steps or (t.updates is not None and self.budget["actor_updates"] >= t.updates)
 
     @property
     def finished(self) -> bool:
@@ -603,20 +778,18 @@ class Trainer:
 
     # ------------------------------------------------------------------------------ checkpoints
     def checkpoint(self) -> Path:
+        entries = self.loop_buffer.entries  # empty at a loop's end unless D is kept (fifo, RSPO_H)
         state = {
             "iteration": self.iteration,
             "env_steps": self.env_steps,
+            "budget": self.budget,
+            "loop_buffer": [{"outcome": e.outcome, "advantages": e.advantages, "group": e.group} for e in entries],
             "rows": self.log.rows,
             "config": self.cfg.to_dict(),
         }
-        path = save_checkpoint(
-            self.run_dir,
-            self.iteration,
-            self._modules(),
-            self._optimizers(),
-            state,
-            {"replay": self.buffer.items(), "explorer_batch": self.explorer_batch},
-        )
+        trajs = {"replay": self.buffer.items(), "explorer_batch": self.explorer_batch}
+        trajs["loop_buffer"] = [e.traj for e in entries]
+        path = save_checkpoint(self.run_dir, self.iteration, self._modules(), self._optimizers(), state, trajs)
         self._emit("on_checkpoint", self.iteration, {}, path=path)
         return path
 
@@ -624,7 +797,14 @@ class Trainer:
         state, trajs = load_checkpoint(
             folder, self._modules(), self._optimizers(), state_keys=("iteration", "env_steps", "rows")
         )
-        self.iteration, self.env_steps = state["iteration"], state["env_steps"]
+        self.iteration = state["iteration"]
+        # a checkpoint written before the per-role counts holds the total alone
+        self.budget = dict.fromkeys(BUDGET_KEYS, 0) | state.get("budget", {"env_steps_actor": state["env_steps"]})
+        stored = state.get("loop_buffer", [])
+        self.loop_buffer.entries = [
+            ReplayEntry(t, e["outcome"], e["advantages"], e["group"])
+            for t, e in zip(trajs.get("loop_buffer", []), stored, strict=True)
+        ]
         self.log.rows = state["rows"]
         self.log.rewrite()
         self.buffer = ReplayBuffer.of(
@@ -683,7 +863,8 @@ class Trainer:
         (self.run_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
         if self.iteration == 0 and not self.log.rows:
             self.log.rewrite()  # a fresh run: rows a killed run left in this folder are dropped
-            start = {"iteration": 0, "rollout/cumulative_env_steps": 0.0}
+            start = {"iteration": 0, "rollout/cumulative_env_steps": 0.0, "budget/env_steps": 0.0}
+            start |= {f"budget/{key}": 0.0 for key in BUDGET_KEYS}
             with timer(start, "perf/eval_s"):
                 start |= self.evaluate()
             self.log.log(start)
@@ -723,6 +904,7 @@ RESUMABLE_FIELDS = tuple(
     f"train.{name}"
     for name in (
         "iterations",
+        "updates",
         "max_env_steps",
         "eval_every",
         "eval_n",

@@ -23,6 +23,7 @@ parameters after a step. The trainer stops the run on it before anything of the 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from rspo_kit.algos import (
     grpo_advantages,
     kl_penalty,
     offpolicy_weights,
+    shifted_center,
     turn_gae,
     value_loss,
     weight_stats,
@@ -102,6 +104,9 @@ class UpdateBatch:
     trajs: list[Trajectory]
     rewards: list[list[float]]  # per trajectory, per step: the signal this update optimises
     offpolicy: list[bool] = field(default_factory=list)  # per trajectory: replayed (behaviour = explorer)
+    # per trajectory: the advantage per step stored with a replayed trajectory (RSPO's A_off, computed in
+    # its own collection group under the outcome), which replaces X's estimate for it; None: X's estimate
+    stored_advantages: list[list[float] | None] = field(default_factory=list)
     # set by ``update``: the advantage it optimised at each step (S,), flat in trajectory order, and the
     # AlgoConfig it ran; for PPO the whitened GAE over the critic's values at update time, which no viewer
     # can recompute afterwards
@@ -111,11 +116,18 @@ class UpdateBatch:
     def __post_init__(self) -> None:
         if not self.offpolicy:
             self.offpolicy = [False] * len(self.trajs)
-        if len(self.rewards) != len(self.trajs) or len(self.offpolicy) != len(self.trajs):
-            raise ValueError("UpdateBatch: trajs, rewards and offpolicy must have one entry per trajectory")
-        for t, r in zip(self.trajs, self.rewards, strict=True):
+        if not self.stored_advantages:
+            self.stored_advantages = [None] * len(self.trajs)
+        n = len(self.trajs)
+        if len(self.rewards) != n or len(self.offpolicy) != n or len(self.stored_advantages) != n:
+            raise ValueError(
+                "UpdateBatch: trajs, rewards, offpolicy and stored_advantages must have one entry per trajectory"
+            )
+        for t, r, a in zip(self.trajs, self.rewards, self.stored_advantages, strict=True):
             if len(r) != len(t.steps):
                 raise ValueError(f"trajectory {t.group_id} has {len(t.steps)} steps but {len(r)} rewards")
+            if a is not None and len(a) != len(t.steps):
+                raise ValueError(f"trajectory {t.group_id} has {len(t.steps)} steps but {len(a)} stored advantages")
 
 
 @dataclass
@@ -129,20 +141,23 @@ class Flat:
     traj_return: torch.Tensor  # (N,) Σ_t r_t
     anchor: torch.Tensor  # (S,) dense anchor ids
     offpolicy: torch.Tensor  # (S,) bool
+    stored: torch.Tensor  # (S,) the stored advantage of a step (NaN: none stored, X estimates it)
 
 
 def flatten(batch: UpdateBatch) -> Flat:
     groups: dict[str, int] = {}
     anchors: dict[str, int] = {}
-    steps, step_traj, rewards, anchor, off = [], [], [], [], []
+    steps, step_traj, rewards, anchor, off, stored = [], [], [], [], [], []
     for i, (t, r) in enumerate(zip(batch.trajs, batch.rewards, strict=True)):
         groups.setdefault(t.group_id, len(groups))
-        for s, reward in zip(t.steps, r, strict=True):
+        kept = batch.stored_advantages[i]
+        for j, (s, reward) in enumerate(zip(t.steps, r, strict=True)):
             steps.append(s)
             step_traj.append(i)
             rewards.append(reward)
             anchor.append(anchors.setdefault(s.anchor, len(anchors)))
             off.append(batch.offpolicy[i])
+            stored.append(math.nan if kept is None else kept[j])
     return Flat(
         steps,
         torch.tensor(step_traj, dtype=torch.long),
@@ -151,6 +166,7 @@ def flatten(batch: UpdateBatch) -> Flat:
         torch.tensor([sum(r) for r in batch.rewards], dtype=torch.float32),
         torch.tensor(anchor, dtype=torch.long),
         torch.tensor(off, dtype=torch.bool),
+        torch.tensor(stored, dtype=torch.float32),
     )
 
 
@@ -211,7 +227,15 @@ def batch_advantages(batch: UpdateBatch, cfg: AlgoConfig, values: torch.Tensor |
     flat = flatten(batch)
     if cfg.name == "ppo" and values is None:
         values = torch.zeros(len(flat.steps))
-    return ADVANTAGES[cfg.name](flat, cfg, values)
+    return _with_stored(ADVANTAGES[cfg.name](flat, cfg, values), flat)
+
+
+def _with_stored(adv: Advantages, flat: Flat) -> Advantages:
+    """X's advantages with every stored one (a replayed trajectory's A_off) in place of X's estimate."""
+    kept = ~torch.isnan(flat.stored)
+    if bool(kept.any()):
+        adv.step = torch.where(kept, flat.stored.to(adv.step.dtype), adv.step)
+    return adv
 
 
 def _chunks(n: int, size: int) -> list[range]:
@@ -269,26 +293,61 @@ def _prepass(learner: Learner, flat: Flat, cfg: AlgoConfig, temperature: float):
     return current, values
 
 
-def _unit_tensors(flat: Flat, current: dict, mode: str, swap: SwapConfig):
-    """Per step: the ratio's denominator, the off-policy weights and the LUFFY shaping flags (units).
+@dataclass
+class Units:
+    """Per step, per unit: the loss inputs that depend on where the step came from."""
 
-    On-policy steps compare against their behaviour log-probs with weight 1. Replayed steps compare
-    against the actor's own log-probs at the start of the update, weighted by min(π_A/π_B, c)
-    (``truncated_is``), 1 (``none``), or shaped by f(π) = π/(π+0.1) (``luffy``).
+    old: list[torch.Tensor]  # the log-probs the ratio is taken against
+    weights: list[torch.Tensor]  # detached sample weights (off-policy correction, J's α weighting)
+    shaped: list[torch.Tensor]  # bool: LUFFY's shaped objective in place of the clipped ratio
+    center: list[torch.Tensor]  # the clip window's centre (1; GePPO's π_old/π_B for shifted units)
+    correction: list[torch.Tensor]  # the off-policy correction's own weights, before J's α weighting
+
+
+def _share_weights(flat: Flat, units_per_step: list[int], swap: SwapConfig) -> tuple[float, float]:
+    """The factors on on- and off-policy units that make one token mean over the batch equal
+    (1 − α)·J_on + α·J_off, each a token mean (the paper's Eq. 1; ``swap.offpolicy_weighting =
+    "explicit"`` in its loop); (1, 1) otherwise, or where the batch lacks either part."""
+    if not (swap.paper_loop and swap.offpolicy_weighting == "explicit"):
+        return 1.0, 1.0
+    off = sum(n for n, o in zip(units_per_step, flat.offpolicy.tolist(), strict=True) if o)
+    total = sum(units_per_step)
+    if off == 0 or off == total:
+        return 1.0, 1.0
+    alpha = swap.offpolicy_share
+    return (1 - alpha) * total / (total - off), alpha * total / off
+
+
+def _unit_tensors(flat: Flat, current: dict, mode: str, swap: SwapConfig) -> Units:
+    """Per step: the ratio's denominator, the weights, the LUFFY flags and the clip centres (units).
+
+    On-policy steps compare against their behaviour log-probs with weight 1 and centre 1. Replayed
+    steps under ``shifted`` compare against their behaviour log-probs (π_B) with the window centred at
+    π_old/π_B, π_old the actor at the start of the update (GePPO; the paper's Eq. 4); under the other
+    corrections against π_old, weighted by min(π_old/π_B, c) (``truncated_is``), 1 (``none``), or shaped
+    by f(π) = π/(π+0.1) (``luffy``). J's α weighting multiplies the weights (``_share_weights``).
     """
-    old, weights, shaped = [], [], []
+    units = Units([], [], [], [], [])
+    clip = swap.offpolicy_clip
     for i, s in enumerate(flat.steps):
         behaviour = torch.tensor(old_unit_logprobs(s, mode), dtype=torch.float32)
         if flat.offpolicy[i]:
             now = current[i]
-            old.append(now)
-            weights.append(offpolicy_weights(now, behaviour, swap.offpolicy_weight, swap.is_clip))
-            shaped.append(torch.full_like(now, swap.offpolicy_weight == "luffy", dtype=torch.bool))
+            shifted = clip == "shifted"
+            units.old.append(behaviour if shifted else now)
+            units.weights.append(offpolicy_weights(now, behaviour, clip, swap.is_clip))
+            units.shaped.append(torch.full_like(now, clip == "luffy", dtype=torch.bool))
+            units.center.append(shifted_center(now, behaviour) if shifted else torch.ones_like(now))
         else:
-            old.append(behaviour)
-            weights.append(torch.ones_like(behaviour))
-            shaped.append(torch.zeros_like(behaviour, dtype=torch.bool))
-    return old, weights, shaped
+            units.old.append(behaviour)
+            units.weights.append(torch.ones_like(behaviour))
+            units.shaped.append(torch.zeros_like(behaviour, dtype=torch.bool))
+            units.center.append(torch.ones_like(behaviour))
+    units.correction = units.weights
+    on, off = _share_weights(flat, [len(o) for o in units.old], swap)
+    if (on, off) != (1.0, 1.0):
+        units.weights = [w * (off if flat.offpolicy[i] else on) for i, w in enumerate(units.weights)]
+    return units
 
 
 def _prepare(
@@ -308,7 +367,7 @@ def _prepare(
         learner.policy.model.eval()  # no dropout in the tiny presets; keeps pre-pass and loss consistent
         current, values = _prepass(learner, flat, cfg, temperature)
     with timer(clock, "perf/update_advantages_s"):
-        adv = ADVANTAGES[cfg.name](flat, cfg, values)
+        adv = _with_stored(ADVANTAGES[cfg.name](flat, cfg, values), flat)
         if not torch.isfinite(adv.step).all():
             raise FloatingPointError(f"non-finite advantages in the {cfg.name} update")
         if adv.returns is not None and not torch.isfinite(adv.returns).all():
@@ -339,7 +398,7 @@ def update(
     if not flat.steps:
         return {}
     swap = offpolicy or SwapConfig()
-    values, adv, (old, weights, shaped) = _prepare(learner, flat, cfg, swap, temperature, clock)
+    values, adv, units = _prepare(learner, flat, cfg, swap, temperature, clock)
     batch.advantages, batch.advantages_cfg = adv.step.detach().clone(), cfg
 
     generator = torch.Generator().manual_seed(seed)
@@ -348,9 +407,7 @@ def update(
         for _epoch in range(cfg.epochs):
             order = torch.randperm(len(flat.steps), generator=generator).tolist()
             for sel in minibatch_split(order, cfg.minibatch_steps):
-                m = _minibatch_loss(
-                    learner, flat, adv, sel, old, weights, shaped, cfg, temperature, values, reference
-                )
+                m = _minibatch_loss(learner, flat, adv, sel, units, cfg, temperature, values, reference)
                 for k, v in m.items():
                     sums.setdefault(k, []).append(v)
 
@@ -361,28 +418,29 @@ def update(
     metrics["adv/zero_var_groups"] = float(zero_variance_fraction(flat.traj_return, flat.traj_group))
     metrics["update/steps"] = float(len(flat.steps))
     if flat.offpolicy.any():
-        w = torch.cat([weights[i] for i in range(len(flat.steps)) if flat.offpolicy[i]])
+        w = torch.cat([units.correction[i] for i in range(len(flat.steps)) if flat.offpolicy[i]])
         metrics |= {f"is/{k}": v for k, v in weight_stats(w, swap.is_clip).items()}
     if values is not None and adv.returns is not None:
         metrics["value/explained_variance"] = float(explained_variance(values, adv.returns))
     return metrics
 
 
-def _surrogate(learner, flat, adv, sel, old, weights, shaped, cfg, temperature, hidden=False):
+def _surrogate(learner, flat, adv, sel, units: Units, cfg, temperature, hidden=False):
     """The clipped surrogate over the units of steps ``sel``; returns (loss output, scores, unit log-probs)."""
     scores = score_steps(learner.policy, [flat.steps[i] for i in sel], temperature, hidden=hidden)
     logp = torch.cat(scores.logp).float()  # (U,) units of the selected steps
     seq = torch.repeat_interleave(torch.arange(len(sel)), torch.tensor([len(x) for x in scores.logp]))
     out = clipped_policy_loss(
         logp,
-        torch.cat([old[i] for i in sel]),
+        torch.cat([units.old[i] for i in sel]),
         adv.step[torch.tensor(sel)][seq].float(),
         torch.ones_like(logp, dtype=torch.bool),
         clip_low=cfg.clip_low,
         clip_high=cfg.clip_high,
-        weights=torch.cat([weights[i] for i in sel]),
-        shaped=torch.cat([shaped[i] for i in sel]),
+        weights=torch.cat([units.weights[i] for i in sel]),
+        shaped=torch.cat([units.shaped[i] for i in sel]),
         seq=seq,
+        clip_center=torch.cat([units.center[i] for i in sel]),
     )
     return out, scores, logp
 
@@ -402,27 +460,60 @@ def microbatches(steps: list, sel: list[int], size: int) -> list[list[int]]:
     return [order[i : i + size] for i in range(0, len(order), size)]
 
 
-def _backward(learner, flat, adv, sel, old, weights, shaped, cfg, temperature, reference):
+def _passes(flat: Flat, sel: list[int], size: int) -> tuple[list[list[int]], int]:
+    """The minibatch ``sel`` in passes (``microbatches``): replayed steps' passes first, then the
+    on-policy ones; returns the passes and how many of them are replayed steps'."""
+    off = [i for i in sel if flat.offpolicy[i]]
+    if not off:
+        return microbatches(flat.steps, sel, size), 0
+    first = microbatches(flat.steps, off, size)
+    return first + microbatches(flat.steps, [i for i in sel if not flat.offpolicy[i]], size), len(first)
+
+
+def _grads(params: list[torch.nn.Parameter]) -> list[torch.Tensor | None]:
+    return [None if p.grad is None else p.grad.detach().clone() for p in params]
+
+
+def _grad_share(params: list[torch.nn.Parameter], off: list[torch.Tensor | None]) -> float:
+    """||g_off|| / (||g_off|| + ||g_on||): the replayed steps' share of the minibatch's gradient, with
+    g_on = g − g_off (NaN where both are 0)."""
+    off_sq = on_sq = 0.0
+    for p, g_off in zip(params, off, strict=True):
+        g = p.grad
+        if g_off is not None:
+            off_sq += float(g_off.double().pow(2).sum())
+        if g is not None:
+            on_sq += float((g - (g_off if g_off is not None else 0)).double().pow(2).sum())
+    total = math.sqrt(off_sq) + math.sqrt(on_sq)
+    return math.sqrt(off_sq) / total if total > 0 else math.nan
+
+
+def _backward(learner, flat, adv, sel, units: Units, cfg, temperature, reference):
     """The minibatch ``sel``'s loss, backpropagated pass by pass into fresh ``.grad``s.
 
     Every term of the loss is a mean over the minibatch's units (token_mean), so a pass of n of the
     N units backpropagates its own mean times n / N, and the passes' gradients sum to the one-pass
     gradient (``policy_gradient``). Metrics are combined with the same weights (approx KL and clip
-    fraction over unshaped units, as in ``clipped_policy_loss``). Returns the metrics, the passes'
-    step order and their detached last-prompt states (PPO's critic; None without a critic).
+    fraction over unshaped units, as in ``clipped_policy_loss``). Replayed steps go first, so that
+    their share of the gradient is read between the passes (``offpolicy/grad_share``), with their clip
+    fraction (``offpolicy/clip_frac``). Returns the metrics, the passes' step order and their detached
+    last-prompt states (PPO's critic; None without a critic).
     """
     critic = learner.value_head is not None
     learner.optimizer.zero_grad(set_to_none=True)
-    total = sum(len(old[i]) for i in sel)
-    unshaped_total = max(1, sum(int((~shaped[i]).sum()) for i in sel))
+    total = sum(len(units.old[i]) for i in sel)
+    unshaped_total = max(1, sum(int((~units.shaped[i]).sum()) for i in sel))
+    off_total = sum(len(units.old[i]) for i in sel if flat.offpolicy[i])
     sums: dict[str, float] = {}
     order, hidden = [], []
-    for part in microbatches(flat.steps, sel, cfg.microbatch_steps):
-        out, scores, logp = _surrogate(
-            learner, flat, adv, part, old, weights, shaped, cfg, temperature, critic
-        )
+    passes, n_off = _passes(flat, sel, cfg.microbatch_steps)
+    g_off = None
+    for n, part in enumerate(passes):
+        if n == n_off and n_off:
+            g_off = _grads(learner.params)
+        out, scores, logp = _surrogate(learner, flat, adv, part, units, cfg, temperature, critic)
         share = len(logp) / total
-        unshaped = sum(int((~shaped[i]).sum()) for i in part) / unshaped_total
+        unshaped = sum(int((~units.shaped[i]).sum()) for i in part) / unshaped_total
         entropy = torch.cat(scores.entropy).float().mean()
         loss = out.loss - cfg.entropy_coef * entropy
         terms = {
@@ -431,6 +522,8 @@ def _backward(learner, flat, adv, sel, old, weights, shaped, cfg, temperature, r
             "loss/clip_frac": (float(out.clip_frac), unshaped),
             "loss/entropy": (float(entropy.detach()), share),
         }
+        if n < n_off:  # a pass of replayed steps only
+            terms["offpolicy/clip_frac"] = (float(out.clipped.float().mean()), len(logp) / off_total)
         if cfg.kl_coef > 0 and reference is not None:
             with torch.no_grad(), reference() as frozen:
                 ref = torch.cat(score_steps(frozen, [flat.steps[i] for i in part], temperature).logp).float()
@@ -445,6 +538,10 @@ def _backward(learner, flat, adv, sel, old, weights, shaped, cfg, temperature, r
         order += part
         if critic:
             hidden.append(scores.hidden.detach())
+    if n_off:
+        if g_off is None:  # every step of the minibatch was replayed
+            g_off = _grads(learner.params)
+        sums["offpolicy/grad_share"] = _grad_share(learner.params, g_off)
     return sums, order, (torch.cat(hidden) if critic else None)
 
 
@@ -455,10 +552,8 @@ def _check_finite(params: list[torch.Tensor], what: str) -> None:
         raise FloatingPointError(f"non-finite parameters after a step of {what}")
 
 
-def _minibatch_loss(learner, flat, adv, sel, old, weights, shaped, cfg, temperature, values, reference):
-    metrics, order, hidden = _backward(
-        learner, flat, adv, sel, old, weights, shaped, cfg, temperature, reference
-    )
+def _minibatch_loss(learner, flat, adv, sel, units: Units, cfg, temperature, values, reference):
+    metrics, order, hidden = _backward(learner, flat, adv, sel, units, cfg, temperature, reference)
     grad_norm = torch.nn.utils.clip_grad_norm_(learner.params, cfg.max_grad_norm)
     if not bool(torch.isfinite(grad_norm)):  # a finite loss can still have NaN gradients (overflow)
         learner.optimizer.zero_grad(set_to_none=True)
@@ -498,7 +593,7 @@ def policy_gradient(
 ) -> list[torch.Tensor]:
     """The policy-loss gradient over the whole batch in one pass, without stepping (the swap test)."""
     flat = flatten(batch)
-    _, adv, (old, weights, shaped) = _prepare(learner, flat, cfg, offpolicy or SwapConfig(), temperature)
+    _, adv, units = _prepare(learner, flat, cfg, offpolicy or SwapConfig(), temperature)
     every_step = list(range(len(flat.steps)))
-    out, _, _ = _surrogate(learner, flat, adv, every_step, old, weights, shaped, cfg, temperature)
+    out, _, _ = _surrogate(learner, flat, adv, every_step, units, cfg, temperature)
     return list(torch.autograd.grad(out.loss, learner.params, allow_unused=True))
