@@ -44,7 +44,9 @@ class LoopRun(Protocol):
     def update(self, role: Literal["actor", "explorer"], batch: LoopBatch) -> Mapping[str, float]:
         """One X-update of ``role`` on ``batch``; returns its metrics."""
 
-    def advantages(self, trajs: Sequence[Any], rewards: Sequence[Sequence[float]]) -> list[list[float]] | None:
+    def advantages(
+        self, trajs: Sequence[Any], rewards: Sequence[Sequence[float]]
+    ) -> list[list[float]] | None:
         """X's advantages per trajectory and step, groups by ``group_id``; None where X computes them at
         update time (PPO: GAE from the critic of the policy being updated)."""
 
@@ -152,7 +154,9 @@ def stored_entries(run: LoopRun, trajs: Sequence[Any], rewards: RewardModel) -> 
     ]
 
 
-def collect(run: LoopRun, s: LoopSettings, rewards: RewardModel, buffer: LoopBuffer, record: LoopRecord) -> None:
+def collect(
+    run: LoopRun, s: LoopSettings, rewards: RewardModel, buffer: LoopBuffer, record: LoopRecord
+) -> None:
     """B's collection batch, relabelled with the outcome reward and stored in D."""
     trajs = run.rollout("collection", s.collect_tasks, s.steps)
     record.collection = stored_entries(run, trajs, rewards)
@@ -172,14 +176,18 @@ def draw_offpolicy(
     return [buffer.entries[pool[i]] for i in picked]
 
 
-def actor_batch(on: Sequence[Any], drawn: Sequence[ReplayEntry], s: LoopSettings, rewards: RewardModel) -> LoopBatch:
+def actor_batch(
+    on: Sequence[Any], drawn: Sequence[ReplayEntry], s: LoopSettings, rewards: RewardModel
+) -> LoopBatch:
     """D_on ∪ D_off scored by the outcome alone; replayed trajectories keep their collection groups
     (their advantage is their stored A_off, or X's over the drawn ones with ``recomputed``)."""
     trajs = [*on, *(_replayed(e.traj) for e in drawn)]
     stored = [None] * len(on) + [
         e.advantages if s.offpolicy_advantage == "collection" else None for e in drawn
     ]
-    return LoopBatch(trajs, rewards.batch_rewards(trajs, ACTOR_SIGNAL), [False] * len(on) + [True] * len(drawn), stored)
+    return LoopBatch(
+        trajs, rewards.batch_rewards(trajs, ACTOR_SIGNAL), [False] * len(on) + [True] * len(drawn), stored
+    )
 
 
 def actor_phase(
@@ -201,7 +209,9 @@ def actor_phase(
         record.actor_updates.append(run.update("actor", batch))
 
 
-def end_loop(run: LoopRun, s: LoopSettings, rewards: RewardModel, buffer: LoopBuffer, record: LoopRecord) -> None:
+def end_loop(
+    run: LoopRun, s: LoopSettings, rewards: RewardModel, buffer: LoopBuffer, record: LoopRecord
+) -> None:
     """D <- ∅ (``buffer = loop``) or kept (``fifo``). RSPO_H: D then takes A's own on-policy rollouts
     of this loop, with their advantages under the outcome, for the next loop to replay."""
     if s.buffer == "loop":

@@ -271,7 +271,9 @@ class SwapConfig:
     # -- the paper's loop (mode rspo, control)
     loop_steps: int = 3  # k: X-updates of B, then of A, per loop (paper: 3; Table 4: k >= 5 back to plain)
     offpolicy_share: float = 0.125  # α: the off-policy share of A's batch (paper: 1/8; Table 3)
-    collect_tasks: int | None = None  # B's collection batch in tasks; None: round(2·(1 − α)·B), the paper's 28 of 16
+    collect_tasks: int | None = (
+        None  # B's collection batch in tasks; None: round(2·(1 − α)·B), the paper's 28 of 16
+    )
     # how D_off is drawn: "reward" (highest outcome first; the paper's), "variance" (highest outcome
     # variance of the collection group first), "random"; per "trajectory" or whole collection "group"
     sampling: Literal["reward", "variance", "random"] = "reward"
@@ -288,7 +290,9 @@ class SwapConfig:
     # with the trajectory (paper Figure 2); "recomputed" = X's estimator over the drawn trajectories at
     # update time. PPO computes GAE from A's critic at update time under either
     offpolicy_advantage: Literal["collection", "recomputed"] = "collection"
-    buffer: Literal["loop", "fifo"] = "loop"  # "loop": D <- ∅ every loop (paper); "fifo": kept, replay_capacity
+    buffer: Literal["loop", "fifo"] = (
+        "loop"  # "loop": D <- ∅ every loop (paper); "fifo": kept, replay_capacity
+    )
     explorer_reward: Literal["dense", "outcome"] = "dense"  # "outcome": B trained on the outcome (RSPO_O)
     # "actor_history": D holds A's own on-policy rollouts of the previous loop, no explorer (RSPO_H)
     replay_source: Literal["explorer", "actor_history"] = "explorer"

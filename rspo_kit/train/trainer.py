@@ -370,7 +370,9 @@ class _LoopRun:
         trajs = rollout(policy, self.runner, tasks, rcfg, iteration=index, seed=seed, source=role)
         self._timed(f"perf/{role}_rollout_s", time.perf_counter() - start)
         self.trajs[role] += trajs
-        t.budget["env_steps_actor" if role == "actor" else "env_steps_explorer"] += sum(x.env_steps for x in trajs)
+        t.budget["env_steps_actor" if role == "actor" else "env_steps_explorer"] += sum(
+            x.env_steps for x in trajs
+        )
         t._emit("on_rollout_end", self.k, {}, role=role, trajectories=trajs)
         return trajs
 
@@ -385,7 +387,9 @@ class _LoopRun:
         self.batches[role].append(ub)
         return metrics
 
-    def advantages(self, trajs: Sequence[Trajectory], rewards: Sequence[Sequence[float]]) -> list[list[float]] | None:
+    def advantages(
+        self, trajs: Sequence[Trajectory], rewards: Sequence[Sequence[float]]
+    ) -> list[list[float]] | None:
         cfg = self.trainer.cfg
         batch = UpdateBatch(list(trajs), [list(r) for r in rewards])
         if cfg.algo.name == "ppo":  # GAE from the critic of the policy being updated, at update time
@@ -525,16 +529,22 @@ class Trainer:
     def _loop(self, runner: BatchRunner, k: int, row: dict) -> None:
         """One loop of Algorithm 1 (``rspo_kit.swap.loop.rspo_loop``), its metrics, events and table."""
         run = _LoopRun(self, runner, k)
-        record = rspo_loop(run, self.loop_settings, self.rewards, self.loop_buffer, random.Random(self._seed("loop", k)))
+        record = rspo_loop(
+            run, self.loop_settings, self.rewards, self.loop_buffer, random.Random(self._seed("loop", k))
+        )
         row |= run.clock
         row |= _rollout_metrics("rollout", run.trajs["actor"], self.rewards)
-        row |= _rollout_metrics("explorer_rollout", run.trajs["explorer"] + run.trajs["collection"], self.rewards)
+        row |= _rollout_metrics(
+            "explorer_rollout", run.trajs["explorer"] + run.trajs["collection"], self.rewards
+        )
         row |= _mean_metrics(record.actor_updates)
         row |= _as_explorer(_mean_metrics(record.explorer_updates))
         row |= record.metrics
         self._budget_row(row)
         data = {"record": record, "buffer": [e.traj for e in record.collection]}
-        self._emit("on_swap", k, {key: v for key, v in row.items() if key.startswith(("swap/", "explorer/"))}, **data)
+        self._emit(
+            "on_swap", k, {key: v for key, v in row.items() if key.startswith(("swap/", "explorer/"))}, **data
+        )
         batches = run.batches["actor"]
         self._emit("on_update_end", k, row, batch=batches[-1], batches=batches, record=record)
         self._record(k, row, lambda: self._loop_table(k, run.batches))
@@ -602,7 +612,9 @@ class Trainer:
                 frames.append(turn_table(batch.trajs, k, proc, batch.rewards, adv, outcomes, first_id=first))
                 first += len(batch.trajs)
         if frames:
-            write_table(pd.concat(frames, ignore_index=True), self.run_dir / "turns" / f"iter_{k:05d}.parquet")
+            write_table(
+                pd.concat(frames, ignore_index=True), self.run_dir / "turns" / f"iter_{k:05d}.parquet"
+            )
 
     def _rollout(self, runner, role: str, tasks, k: int, row: dict) -> list[Trajectory]:
         """Step 1 or 3: ``role``'s episodes on ``tasks``, their metrics, the ``on_rollout_end`` event.
@@ -783,13 +795,17 @@ class Trainer:
             "iteration": self.iteration,
             "env_steps": self.env_steps,
             "budget": self.budget,
-            "loop_buffer": [{"outcome": e.outcome, "advantages": e.advantages, "group": e.group} for e in entries],
+            "loop_buffer": [
+                {"outcome": e.outcome, "advantages": e.advantages, "group": e.group} for e in entries
+            ],
             "rows": self.log.rows,
             "config": self.cfg.to_dict(),
         }
         trajs = {"replay": self.buffer.items(), "explorer_batch": self.explorer_batch}
         trajs["loop_buffer"] = [e.traj for e in entries]
-        path = save_checkpoint(self.run_dir, self.iteration, self._modules(), self._optimizers(), state, trajs)
+        path = save_checkpoint(
+            self.run_dir, self.iteration, self._modules(), self._optimizers(), state, trajs
+        )
         self._emit("on_checkpoint", self.iteration, {}, path=path)
         return path
 
@@ -799,7 +815,9 @@ class Trainer:
         )
         self.iteration = state["iteration"]
         # a checkpoint written before the per-role counts holds the total alone
-        self.budget = dict.fromkeys(BUDGET_KEYS, 0) | state.get("budget", {"env_steps_actor": state["env_steps"]})
+        self.budget = dict.fromkeys(BUDGET_KEYS, 0) | state.get(
+            "budget", {"env_steps_actor": state["env_steps"]}
+        )
         stored = state.get("loop_buffer", [])
         self.loop_buffer.entries = [
             ReplayEntry(t, e["outcome"], e["advantages"], e["group"])

@@ -127,7 +127,9 @@ class UpdateBatch:
             if len(r) != len(t.steps):
                 raise ValueError(f"trajectory {t.group_id} has {len(t.steps)} steps but {len(r)} rewards")
             if a is not None and len(a) != len(t.steps):
-                raise ValueError(f"trajectory {t.group_id} has {len(t.steps)} steps but {len(a)} stored advantages")
+                raise ValueError(
+                    f"trajectory {t.group_id} has {len(t.steps)} steps but {len(a)} stored advantages"
+                )
 
 
 @dataclass
