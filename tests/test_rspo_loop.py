@@ -409,3 +409,47 @@ def test_the_loops_batch_sizes_follow_the_papers_ratios_and_bad_ones_are_refused
         preset("smoke", env="dial", swap=True, swap__offpolicy_share=0.9)
     batch = LoopBatch([NS()], [[0.0]])
     assert batch.offpolicy == [False] and batch.stored_advantages == [None]
+
+
+def test_the_loop_views_show_bs_steps_the_relabelled_collection_and_the_draws():
+    from rspo_kit.swap.views import draws, explorer_steps, relabel_table
+
+    rewards = RewardModel.build("dial")
+    _, record, _ = _loop(rewards)
+    steps = explorer_steps(record, rewards)
+    assert steps["rollout"].tolist() == ["step 1", "step 2", "step 3", "collection"]
+    table = relabel_table(record, rewards)
+    assert len(table) == len(record.collection) and table["outcome"].tolist() == [
+        e.outcome for e in record.collection
+    ]
+    assert table["drawn_by"].value_counts().drop(0, errors="ignore").to_dict() == {1: 4, 2: 4, 3: 4}
+    assert (
+        table.loc[table["drawn_by"] > 0, "outcome"].min()
+        >= table.loc[table["drawn_by"] == 0, "outcome"].max()
+    )
+    d = draws(record)
+    assert d["replayed"].tolist() == [4, 4, 4] and d["on_policy"].tolist() == [12, 12, 12]
+
+
+def test_clip_windows_show_where_the_shifted_clip_centred_each_replayed_step(tmp_path):
+    from rspo_kit.swap.views import clip_windows
+
+    cfg = _run("dial", tmp_path)
+    cfg.train.iterations = 1
+    seen = {}
+
+    class Capture:
+        def on_update_end(self, event):
+            seen["batch"] = event.data["batch"]
+
+    train(cfg, callbacks=[Capture()])
+    windows = clip_windows(seen["batch"], cfg.algo.clip_low, cfg.algo.clip_high)
+    replayed_steps = sum(
+        len(t.steps) for t, off in zip(seen["batch"].trajs, seen["batch"].offpolicy, strict=True) if off
+    )
+    assert len(windows) == replayed_steps > 0
+    assert windows["pi_old"].tolist() == pytest.approx((windows["center"] * windows["pi_B"]).tolist())
+    assert (windows["center"] != 1).any()  # B's step moved it off A: the window is not PPO's
+    assert (windows["high"] - windows["low"]).tolist() == pytest.approx(
+        [cfg.algo.clip_low + cfg.algo.clip_high] * len(windows)
+    )

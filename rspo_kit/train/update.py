@@ -112,6 +112,9 @@ class UpdateBatch:
     # can recompute afterwards
     advantages: torch.Tensor | None = field(default=None, init=False, repr=False)
     advantages_cfg: AlgoConfig | None = field(default=None, init=False, repr=False)
+    # set by ``update``: per step (flat), the centre of each unit's clip window: 1 for on-policy units,
+    # GePPO's π_old/π_B for replayed units under the shifted clip (where the window sat)
+    clip_centers: list[torch.Tensor] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.offpolicy:
@@ -402,6 +405,7 @@ def update(
     swap = offpolicy or SwapConfig()
     values, adv, units = _prepare(learner, flat, cfg, swap, temperature, clock)
     batch.advantages, batch.advantages_cfg = adv.step.detach().clone(), cfg
+    batch.clip_centers = units.center
 
     generator = torch.Generator().manual_seed(seed)
     sums: dict[str, list[float]] = {}
