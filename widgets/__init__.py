@@ -11,6 +11,7 @@ from rspo_widgets._data import playground_row, rescore
 from rspo_widgets._guard import guarded
 from rspo_widgets.advantage import AdvantageHeatmap
 from rspo_widgets.dashboard import TrainingDashboard
+from rspo_widgets.loop import LoopInspector
 from rspo_widgets.misalignment import MisalignmentView, RewardTimeline
 from rspo_widgets.playground import EnvPlayground
 from rspo_widgets.swap import SwapInspector
@@ -19,6 +20,7 @@ from rspo_widgets.trajectory import TrajectoryViewer
 __all__ = [
     "AdvantageHeatmap",
     "EnvPlayground",
+    "LoopInspector",
     "MisalignmentView",
     "RewardTimeline",
     "SwapInspector",
