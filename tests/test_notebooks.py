@@ -142,25 +142,19 @@ def test_02_trajectory_sampling(kernel, tmp_path):
     assert results["logprob_recompute_error"] < 1e-4  # the stored behaviour log-prob is the model's
 
 
-def test_03_reward_swap(kernel, tmp_path):
-    # replay filter "all": an untrained policy never succeeds, and the tables should not be empty
+def test_03_one_loop_of_rspo(kernel, tmp_path):
     results = execute(
-        "03_reward_swap",
-        kernel,
-        tmp_path,
-        **SMOKE,
-        ITERATIONS=2,
-        REPLAY_FILTER="all",
-        RUN_DIR=str(tmp_path / "run"),
+        "03_reward_swap", kernel, tmp_path, **SMOKE, LOOPS=2, LOOP_STEPS=2, RUN_DIR=str(tmp_path / "run")
     )
-    assert results["iteration"] == 2
-    assert results["actor_episodes"] == 4 and results["explorer_episodes"] == 4  # 2 tasks x 2
-    assert results["replayed"] == 2  # M = round(0.5 * 2) per task
-    assert results["mixed_episodes"] == results["actor_episodes"] + results["replayed"]
-    assert results["buffer_size"] >= results["explorer_admitted"] == 4
-    assert results["relabel_error"] == 0.0  # the actor saw outcome rewards only
-    assert 0 <= results["zero_var_after"] <= results["zero_var_before"] <= 1
-    assert finite(results["rescued_groups"], results["advantage_abs_mean"])
+    assert (
+        results["loops"] == 2 and results["actor_updates"] == results["explorer_updates"] == 4
+    )  # k = 2 a loop
+    assert results["collected"] == 4  # smoke: round(2 * (1 - 1/2) * 2) = 2 tasks x 2
+    assert results["replayed"] == 2 * 2  # round(α·B·N) = 2 per update of A, k = 2
+    assert results["relabel_error"] == 0.0  # A saw outcome rewards only
+    assert finite(results["explorer_dense_before"], results["explorer_dense_after"])
+    assert results["drawn_outcome_mean"] >= results["stored_outcome_mean"]  # reward-based: the best first
+    assert 0 <= results["centers_moved"] <= 1
 
 
 def test_04_training_ppo_control_and_its_continuation(kernel, tmp_path):
