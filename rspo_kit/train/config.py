@@ -734,7 +734,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "policy": {"preset": "Qwen/Qwen2.5-1.5B-Instruct", "warmstart": False, "mode": "free"},
         "env": {"train_tasks": 3000, "tasks_per_iteration": 16, "n_workers": 8},
         "algo": {"group_size": 8, "lr": 1e-6, "minibatch_steps": 32},
-        "train": {"iterations": 150, "eval_n": 120, "eval_every": 10},
+        # the paper's 150 updates of A (50 loops of k = 3 under RSPO, 150 iterations of plain X)
+        "train": {"iterations": 1000, "updates": 150, "eval_n": 120, "eval_every": 10},
     },
     # The experiment protocols of results/: the tiny model from a committed warm start, every run
     # stopped at one budget of env steps (actor + explorer; RSPO and the control pay for their explorer),
