@@ -166,6 +166,9 @@ def test_04_training_ppo_control_and_its_continuation(kernel, tmp_path):
     results = execute("04_training", kernel, tmp_path, **params, ITERATIONS=2)
     check_run(results, iterations=2)
     assert (results["variant"], results["algo"], results["outcome_mode"]) == ("control", "ppo", "score")
+    # the control's loops: k = 2 updates of A each, none of B (B = A); curves against both budgets
+    assert results["actor_updates"] == 4 and results["explorer_updates"] == 0
+    assert results["curve_actor_updates"] == [0, 2, 4] and len(results["curve_env_steps"]) == 3
     assert results["preset"] == "smoke"
     assert 0 <= results["rollout_success"] <= 1 and results["best_success"] >= results["final_success"]
     for split in ("eval", "eval_unseen"):  # the test splits, evaluated once at the end
