@@ -46,6 +46,7 @@ import pandas as pd
 
 from rspo_kit.experiments.kinds import kind_metric, rollout_kind_table, rollout_markdown, split_by_kind
 from rspo_kit.experiments.sweep import (
+    CURVE_AXES,
     CURVE_X,
     SEED_KEY,
     CellOutcome,
@@ -753,17 +754,21 @@ def curves_page(
     path: str | Path,
     curve: str = "curve_success",
     metrics: Sequence[str] = (),
+    x: str = CURVE_X,
 ) -> Path:
     """The learning curves of a sweep read from one folder or several (``pooled_sweep``) as a
-    standalone page, as ``aggregate`` writes ``curves.html`` for one folder: ``curve`` against env
-    steps, a colour per group of the keys that vary, thin lines the seeds and a thick one their
-    mean, and under the figure each group's mean and 95% interval over seeds of ``metrics``
-    (default: those the report shows). Pooled archives of several sweeps get one figure."""
+    standalone page, as ``aggregate`` writes ``curves.html`` for one folder: ``curve`` against ``x``
+    (env steps, or A's updates with ``curve_actor_updates``: ``CURVE_AXES``), a colour per group of
+    the keys that vary, thin lines the seeds and a thick one their mean, and under the figure each
+    group's mean and 95% interval over seeds of ``metrics`` (default: those the report shows). Pooled
+    archives of several sweeps get one figure."""
     manifest, rows, _ = pooled_sweep(out_dirs)
     recorded = sorted(
         {k for r in rows for k, v in r.items() if k.startswith("curve_") and isinstance(v, list)}
     )
-    recorded = [k for k in recorded if k != CURVE_X]  # the x of every curve
+    recorded = [k for k in recorded if k not in CURVE_AXES]  # the x of the curves
+    if not any(x in r for r in rows):
+        raise ValueError(f"no finished cell recorded {x!r}, the x of the curves asked for")
     if curve not in recorded:
         raise ValueError(
             f"no finished cell recorded {curve!r}; recorded: {', '.join(recorded) or 'no curves'}"
@@ -772,8 +777,9 @@ def curves_page(
     table = _frame(rows, manifest["keys"])
     summary = summarize(table, [k for k in by if k in table], list(metrics) or default_metrics(table))
     names = ", ".join(Path(d).name for d in out_dirs)
+    what = "env steps" if x == CURVE_X else "updates of A"
     return write_figure_html(
-        curve_figure(rows, by, curve), Path(path), summary, title=f"{names}: {curve} vs env steps"
+        curve_figure(rows, by, curve, x=x), Path(path), summary, title=f"{names}: {curve} vs {what}"
     )
 
 
@@ -957,6 +963,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the recorded curve --curves draws (default: curve_success; WebShop: curve_score)",
     )
     ap.add_argument(
+        "--curve-x",
+        default=CURVE_X,
+        choices=sorted(CURVE_AXES),
+        help="the budget --curves draws against: env steps (curve_env_steps, default) or updates of A "
+        "(curve_actor_updates, the paper's accounting)",
+    )
+    ap.add_argument(
         "--advantage-share",
         action="store_true",
         help="also where each finished cell's positive advantage goes, to steps of won or failed episodes "
@@ -966,7 +979,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         pairs = [parse_pair(p) for p in args.paired]
         if args.curves:  # first, so that a curve no cell recorded fails before the report prints
-            page = curves_page(args.out, args.curves, args.curve, args.metrics)
+            page = curves_page(args.out, args.curves, args.curve, args.metrics, args.curve_x)
             print(f"wrote {page}", file=sys.stderr)
         kinds = None if args.by_kind is None else _names(args.by_kind)
         print(report(args.out, args.metrics, args.statistics, pairs, args.reference, kinds))

@@ -82,6 +82,12 @@ BACKENDS = ("local", "ray")  # where cells run: a local process pool, or Ray tas
 Backend = Literal["local", "ray"]
 SEED_KEY = "train.seed"  # the key whose values are replicates: summaries average over it
 CURVE_X = "curve_env_steps"  # recorded list: the x of every learning curve a notebook records
+# the two budgets a curve is drawn against (recorded lists of notebook 04), with their axis titles: env
+# steps (a user's cost: actor and explorer together) and updates of A (the paper's accounting)
+CURVE_AXES = {
+    CURVE_X: "environment steps (actor + explorer)",
+    "curve_actor_updates": "updates of the actor A",
+}
 REFERENCE_RUN = "warmstart_run"  # the run folder of --reference-run, beside the cells
 
 # notebook 04's parameters that are config fields, under the field's name (the short names of a
@@ -100,6 +106,7 @@ CONFIG_KEYS = {
     "LR": "algo.lr",
     "GROUP_SIZE": "algo.group_size",
     "MAX_ENV_STEPS": "train.max_env_steps",
+    "UPDATES": "train.updates",
     "MAX_STEPS": "env.max_steps",
     "EVAL_N": "train.eval_n",
     "EVAL_EVERY": "train.eval_every",
@@ -702,7 +709,8 @@ def aggregate(out_dir: str | os.PathLike, *, curve: str = "curve_success") -> pd
     """One row per finished cell: its grid values and every scalar it recorded.
 
     Writes ``results.csv`` (this table), ``summary.csv`` (``summarize`` over seeds) and, when the
-    cells recorded ``curve_env_steps`` and ``curve`` lists, ``curves.html`` (``curve_figure``).
+    cells recorded ``curve_env_steps`` and ``curve`` lists, ``curves.html`` (``curve_figure``), and
+    ``curves_updates.html`` against A's updates where they recorded ``curve_actor_updates``.
     Unfinished cells are left out; ``table.attrs`` says how many cells the sweep has in all.
     """
     out = Path(out_dir)
@@ -730,9 +738,15 @@ def write_aggregate(
     by = [k for k in keys if k != SEED_KEY and k in table]
     summary = summarize(table, by) if len(table) else pd.DataFrame()
     summary.to_csv(into / f"{prefix}summary.csv", index=False)
-    if any(CURVE_X in r and curve in r for r in rows):
-        spec = curve_figure(rows, by, curve)
-        write_figure_html(spec, into / f"{prefix}curves.html", summary, title=f"{name}: {curve} vs env steps")
+    for x, (page, what) in {
+        CURVE_X: ("curves", "env steps"),
+        "curve_actor_updates": ("curves_updates", "updates of A"),
+    }.items():
+        if any(x in r and curve in r for r in rows):
+            spec = curve_figure(rows, by, curve, x=x)
+            write_figure_html(
+                spec, into / f"{prefix}{page}.html", summary, title=f"{name}: {curve} vs {what}"
+            )
     return table
 
 
@@ -767,16 +781,23 @@ def _trace(x: list, y: list, name: str, group: str, line: dict, **extra: Any) ->
     return trace | {"line": line, **extra}
 
 
-def curve_figure(rows: Sequence[Mapping[str, Any]], by: Sequence[str], curve: str = "curve_success") -> dict:
-    """A plotly figure spec (plain dict): each cell's curve against env steps, one colour per group.
+def curve_figure(
+    rows: Sequence[Mapping[str, Any]], by: Sequence[str], curve: str = "curve_success", x: str = CURVE_X
+) -> dict:
+    """A plotly figure spec (plain dict): each cell's curve against ``x``, one colour per group.
 
-    Thin lines are single cells (seeds); the thick line of a group is the mean of its cells'
-    curves interpolated onto a shared grid of env steps (up to the shortest run of the group).
-    Plain data, so the library needs no plotly: ``plotly.graph_objects.Figure(spec)`` shows it.
+    ``x`` is a recorded list of ``CURVE_AXES``: env steps (default) or A's updates
+    (``curve_actor_updates``), the two budgets runs are compared at. Thin lines are single cells
+    (seeds); the thick line of a group is the mean of its cells' curves interpolated onto a shared grid
+    of ``x`` (up to the shortest run of the group). Plain data, so the library needs no plotly:
+    ``plotly.graph_objects.Figure(spec)`` shows it.
     """
+    if x not in CURVE_AXES:
+        raise ValueError(f"curve_figure: x must be one of {sorted(CURVE_AXES)}, got {x!r}")
+    axis = x
     groups: dict[tuple, list[Mapping[str, Any]]] = {}
     for r in rows:
-        if CURVE_X in r and curve in r:
+        if axis in r and curve in r:
             groups.setdefault(tuple(r.get(k) for k in by), []).append(r)
     data = []
     for i, (key, members) in enumerate(groups.items()):
@@ -784,7 +805,7 @@ def curve_figure(rows: Sequence[Mapping[str, Any]], by: Sequence[str], curve: st
         color = GROUP_COLORS[i % len(GROUP_COLORS)]
         curves = []
         for r in members:
-            points = [(x, y) for x, y in zip(r[CURVE_X], r[curve], strict=True) if y is not None]
+            points = [(x, y) for x, y in zip(r[axis], r[curve], strict=True) if y is not None]
             xs, ys = [x for x, _ in points], [y for _, y in points]
             curves.append((np.asarray(xs, float), np.asarray(ys, float)))
             line = {"color": color, "width": 1}
@@ -799,7 +820,7 @@ def curve_figure(rows: Sequence[Mapping[str, Any]], by: Sequence[str], curve: st
             name = f"{label} (mean of {len(curves)})"
             data.append(_trace(grid.tolist(), mean.tolist(), name, label, {"color": color, "width": 3}))
     layout = {
-        "xaxis": {"title": {"text": "environment steps (actor + explorer)"}},
+        "xaxis": {"title": {"text": CURVE_AXES[axis]}},
         "yaxis": {"title": {"text": curve.removeprefix("curve_")}},
         "legend": {"title": {"text": ", ".join(by)}},
     }
