@@ -1,24 +1,22 @@
-"""The training loop: base algorithm X, optionally wrapped by RSPO's reward swap (DESIGN.md section 1).
+"""The training loop: base algorithm X, optionally wrapped by RSPO's reward swap.
 
-``Trainer.step`` is the recipe of one iteration k (1-based; row 0 of the metrics is the starting
-point's evaluation), each step a named call:
+``Trainer.step`` runs one iteration k (1-based; row 0 of the metrics is the starting point's
+evaluation), one metrics row each:
 
-1. actor rollout D_A on N train tasks, G each;
-2. explorer derivation (RSPO only, ``rspo_kit.swap.derive_explorer``): every ``sync_every``
-   iterations (0: at the first only) B <- A with its optimizer moments cleared, then
-   ``explorer_updates`` X-updates of B on **process** rewards (on D_A right after a sync, else D_B,
-   each scored at the temperature it was sampled at);
-3. explorer rollout D_B, ``explorer_group_size`` per task at B's own temperature
-   (``swap.explorer_temperature``; its behaviour log-probs, which the actor's importance weights
-   divide by, are at that temperature);
-4. the swap (``rspo_kit.swap.reward_swap``): D_B enters the replay buffer through its filter, each
-   actor group is mixed with M replayed trajectories of its task, and the mixed batch is relabelled
-   with **outcome** rewards only;
-5. actor update: X on the mixed groups (the baselines: on D_A under ``reward.train_on``), with
-   off-policy weights on replayed steps and, where ``algo.kl_coef`` > 0, the KL to the reference;
-6. metrics (``rollout/*``, ``explorer_rollout/*``, ``explorer/*``, ``adv/*``, ``loss/*``, ``is/*``,
-   ``value/*``, ``swap/*``, ``eval/*``, ``perf/*``), a per-turn table, periodic evaluation; ``run()``
-   adds an atomic checkpoint.
+- under ``swap.mode`` rspo (and its control): one **loop** of the paper's Algorithm 1, whose recipe is
+  ``rspo_kit.swap.loop.rspo_loop`` (B <- A, k dense X-steps of B, the collection relabelled with the
+  outcome into the buffer, k outcome X-steps of A on fresh rollouts plus reward-sampled replays, the
+  buffer reset); the trainer's side of it (rollouts on fresh train tasks, X's updates, B <- A, what
+  they spend) is ``_LoopRun``;
+- otherwise one update: plain X on the actor's rollout under ``reward.train_on`` (the baselines), or
+  the earlier group_mixing design (B re-synced and updated on A's batch, its rollout on A's tasks
+  mixed into A's groups: ``rspo_kit.swap.derive_explorer``, ``rspo_kit.swap.reward_swap``).
+
+Then metrics (``rollout/*``, ``explorer_rollout/*``, ``explorer/*``, ``adv/*``, ``loss/*``, ``is/*``,
+``offpolicy/*``, ``value/*``, ``swap/*``, ``budget/*``, ``eval/*``, ``perf/*``), a per-turn table and the
+periodic evaluation; ``run()`` adds an atomic checkpoint. ``budget/*`` counts what a run spent under
+both accountings, per role: updates of A and of B, env steps of each; ``train.updates`` and
+``train.max_env_steps`` end a run on either.
 
 ``train(cfg)`` checks the configuration, builds the starting policy (the preset, or its SFT warm
 start: ``rspo_kit.train.setup.initial_policy``) and hands it to ``Trainer(cfg, policy)``.
