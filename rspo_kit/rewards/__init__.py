@@ -2,7 +2,9 @@
 
 ``outcome_reward`` scores an episode; process rewards score steps and share one signature
 (``ProcessReward``; ``ProgressPotential`` is the generic one of any env that counts its progress);
-``combine`` and ``misalign`` compose them; ``diagnose`` shows where they disagree.
+``combine`` and ``misalign`` compose them; ``diagnose`` shows where they disagree. The paper's learned
+dense reward, a progress model on a frozen LM's states, is ``ProgressModel`` (``use_progress_model``
+makes it the process reward ``"progress_model"``).
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ from rspo_kit.rewards.outcome import (
 from rspo_kit.rewards.process import (
     GENERIC_REWARD,
     PROCESS_REWARDS,
+    TRAJECTORY_REWARDS,
+    NeedsTrajectory,
     ProcessReward,
     ProcessStep,
     ProgressPotential,
+    TrajectoryReward,
     WeightedReward,
     combine,
     episode_steps,
@@ -30,7 +35,9 @@ from rspo_kit.rewards.process import (
     process_return,
     process_reward,
     register_process_reward,
+    register_trajectory_reward,
     step_rewards,
+    trajectory_reward,
     weighted,
 )
 
@@ -58,6 +65,18 @@ _NAMES = {
         "register_learned",
         "roc_auc",
     ),
+    "progress_model": (
+        "FrozenEncoder",
+        "HeadConfig",
+        "ProgressHead",
+        "ProgressModel",
+        "ProgressReward",
+        "committed_progress_model",
+        "fit_head",
+        "progress_loss",
+        "train_progress_model",
+        "use_progress_model",
+    ),
 }
 _HOME = {name: f"rspo_kit.rewards.{module}" for module, names in _NAMES.items() for name in names}
 
@@ -69,24 +88,34 @@ __all__ = [
     "GENERIC_REWARD",
     "OUTCOME_MODES",
     "PROCESS_REWARDS",
+    "TRAJECTORY_REWARDS",
     "Diagnostics",
+    "FrozenEncoder",
     "HackingReport",
+    "HeadConfig",
     "LearnedPRM",
+    "NeedsTrajectory",
     "OutcomeConfig",
     "OutcomeMode",
     "PRMConfig",
     "ProcessReward",
     "ProcessStep",
+    "ProgressHead",
+    "ProgressModel",
     "ProgressPotential",
+    "ProgressReward",
     "RankAgreement",
     "ShapedPRM",
+    "TrajectoryReward",
     "WeightedReward",
     "combine",
+    "committed_progress_model",
     "diagnose",
     "disagreement_by_step",
     "disagreement_table",
     "episode_steps",
     "evaluate_prm",
+    "fit_head",
     "fit_prm",
     "hacking_rate",
     "has_process_reward",
@@ -95,12 +124,17 @@ __all__ = [
     "outcome_reward",
     "process_return",
     "process_reward",
+    "progress_loss",
     "rank_agreement",
     "register_learned",
     "register_process_reward",
     "register_score_scale",
+    "register_trajectory_reward",
     "roc_auc",
     "step_rewards",
+    "train_progress_model",
+    "trajectory_reward",
     "trajectory_table",
+    "use_progress_model",
     "weighted",
 ]

@@ -12,6 +12,11 @@ from the keys of the progress dict: a wrong guess would silently read zeros, a w
 Any env whose ``info["progress"]`` holds numbers also has the generic ``progress`` reward
 (``ProgressPotential``): the change of their sum, or of one declared key (``"progress:digits"``).
 An env's own registration under the same name wins.
+
+A process reward that must read whole trajectories (the learned progress model, which encodes each
+step's prompt and action with an LM) is a ``TrajectoryReward``: ``step_rewards(trajs)``, batched,
+registered with ``register_trajectory_reward``. ``RewardModel.build`` finds it by name; where a
+step-level callable is asked for, ``process_reward`` hands back ``NeedsTrajectory``, which says so.
 """
 
 from __future__ import annotations
@@ -107,6 +112,45 @@ class ProgressPotential:
         return self.potential(progress_after) - self.potential(progress_before)
 
 
+class TrajectoryReward(Protocol):
+    """A process reward over whole trajectories: r_p of every step of each, batched over all of them."""
+
+    def step_rewards(self, trajs: Sequence[Any], /) -> list[list[float]]: ...
+
+
+# env -> name -> trajectory reward; a later registration under the same names replaces the earlier one
+TRAJECTORY_REWARDS: dict[str, dict[str, TrajectoryReward]] = {}
+
+
+def register_trajectory_reward(env: str, name: str, reward: TrajectoryReward) -> TrajectoryReward:
+    """Make ``reward`` the process reward ``name`` of ``env`` (``RewardModel.build(env, process=name)``)."""
+    if not callable(getattr(reward, "step_rewards", None)):
+        raise TypeError(f"a trajectory reward needs a step_rewards(trajs) method, got {reward!r}")
+    TRAJECTORY_REWARDS.setdefault(env, {})[name] = reward
+    return reward
+
+
+def trajectory_reward(name: str, *, env: str) -> TrajectoryReward | None:
+    """The trajectory reward registered as ``name`` for ``env``, else None."""
+    return TRAJECTORY_REWARDS.get(env, {}).get(name)
+
+
+@dataclass(frozen=True)
+class NeedsTrajectory:
+    """Stands where a step-level ``ProcessReward`` is asked for a trajectory reward: calling it is a
+    TypeError that says how to score with it instead."""
+
+    name: str
+    env: str
+
+    def __call__(self, *step: Any) -> float:
+        raise TypeError(
+            f"process reward {self.name!r} of {self.env!r} reads whole trajectories (each step's prompt and "
+            "action), not (progress_before, progress_after, action, valid, info): score with "
+            "RewardModel.process_steps(traj) or RewardModel.batch_rewards(trajs, 'process')"
+        )
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and math.isfinite(value)
 
@@ -147,6 +191,8 @@ def process_reward(name: str, *, env: str) -> ProcessReward:
     by_name = PROCESS_REWARDS.get(env, {})
     if name in by_name:
         return by_name[name]
+    if trajectory_reward(name, env=env) is not None:
+        return NeedsTrajectory(name, env)
     generic = _generic(name)
     if generic is not None:
         return generic
@@ -160,6 +206,12 @@ def process_reward(name: str, *, env: str) -> ProcessReward:
         f"@register_process_reward({env!r}, {name!r}) on a function (progress_before, progress_after, "
         f"action, valid, info) -> float, or use the generic {GENERIC_REWARD!r} (the change of the sum "
         f"of info['progress'] numbers; '{GENERIC_REWARD}:<key>' for one key)"
+        + (
+            "; the learned progress model registers with "
+            "rspo_kit.rewards.progress_model.use_progress_model(ProgressModel.load(folder), env)"
+            if name == "progress_model"
+            else ""
+        )
     )
 
 

@@ -5,6 +5,9 @@ sum. ``outcome`` puts R_o on the last step (sparse), ``process`` is r_p per step
 λ·r_p per step plus R_o at the end. RSPO's swap is exactly the change of signal from ``process``
 (what the explorer trained on) to ``outcome`` (what the actor sees) for the explorer's trajectories.
 
+A process reward that reads whole trajectories (``process.TrajectoryReward``: the learned progress
+model, ``rewards.progress_model``) is found by name too; it scores all steps of a batch in one pass.
+
 Trajectories are duck-typed: ``.steps`` (each with ``progress_before``, ``progress_after``,
 ``action``, ``valid``, ``info``), ``.won``, ``.score`` and ``.env``/``env`` given explicitly.
 """
@@ -16,7 +19,14 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from rspo_kit.rewards.outcome import OutcomeConfig, outcome_reward
-from rspo_kit.rewards.process import ProcessReward, misalign, process_reward
+from rspo_kit.rewards.process import (
+    NeedsTrajectory,
+    ProcessReward,
+    TrajectoryReward,
+    misalign,
+    process_reward,
+    trajectory_reward,
+)
 
 Signal = Literal["outcome", "process", "mix"]
 SIGNALS: tuple[str, ...] = get_args(Signal)
@@ -30,6 +40,8 @@ class RewardModel:
     outcome: OutcomeConfig
     process: ProcessReward
     mix_lambda: float = 0.5
+    # a process reward over whole trajectories (the progress model); ``process`` is then its stand-in
+    trajectory_process: TrajectoryReward | None = None
 
     @classmethod
     def build(
@@ -41,6 +53,14 @@ class RewardModel:
         mix_lambda: float = 0.5,
         hack: str = "hack",
     ) -> RewardModel:
+        scorer = trajectory_reward(process, env=env)
+        if scorer is not None:
+            if misalign_eps:
+                raise ValueError(
+                    f"misalign_eps = {misalign_eps} mixes a hack into a step-level process reward, and "
+                    f"{process!r} reads whole trajectories: set misalign_eps = 0"
+                )
+            return cls(env, outcome or OutcomeConfig(), NeedsTrajectory(process, env), mix_lambda, scorer)
         reward = (
             misalign(misalign_eps, env=env, base=process, hack=hack)
             if misalign_eps
@@ -62,6 +82,8 @@ class RewardModel:
 
     def process_steps(self, traj: Any) -> list[float]:
         """r_p of every step, in order."""
+        if self.trajectory_process is not None:
+            return self.trajectory_process.step_rewards([traj])[0]
         return [
             float(self.process(s.progress_before, s.progress_after, s.action, s.valid, s.info))
             for s in traj.steps
@@ -81,16 +103,21 @@ class RewardModel:
         """
         if signal not in SIGNALS:
             raise ValueError(f"signal must be one of {SIGNALS}, got {signal!r}")
-        n = len(traj.steps)
-        if n == 0:
+        if not traj.steps:
             return []
+        return self._signal(traj, signal, None if signal == "outcome" else self.process_steps(traj))
+
+    def _signal(self, traj: Any, signal: Signal, process: list[float] | None) -> list[float]:
         if signal == "process":
-            return self.process_steps(traj)
-        rewards = (
-            [0.0] * n if signal == "outcome" else [self.mix_lambda * r for r in self.process_steps(traj)]
-        )
+            return list(process)
+        rewards = [0.0] * len(traj.steps) if signal == "outcome" else [self.mix_lambda * r for r in process]
         rewards[-1] += self.outcome_return(traj)
         return rewards
 
     def batch_rewards(self, trajs: Sequence[Any], signal: Signal) -> list[list[float]]:
-        return [self.step_rewards(t, signal) for t in trajs]
+        if self.trajectory_process is None or signal == "outcome":
+            return [self.step_rewards(t, signal) for t in trajs]
+        if signal not in SIGNALS:
+            raise ValueError(f"signal must be one of {SIGNALS}, got {signal!r}")
+        process = self.trajectory_process.step_rewards(trajs)  # one batched pass over every step
+        return [self._signal(t, signal, p) if t.steps else [] for t, p in zip(trajs, process, strict=True)]
