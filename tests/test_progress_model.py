@@ -246,3 +246,35 @@ def test_smollm2_reads_the_tiny_policys_steps(policy, trajs):
         assert reward.policy_tokenizer is policy.tokenizer  # another vocabulary: decoded and tokenized again
     finally:
         TRAJECTORY_REWARDS[ENV].pop("progress_model", None)
+
+
+def test_a_run_trains_on_the_progress_model_and_the_papers_loop_defaults_to_committed_weights(
+    fitted, tmp_path, monkeypatch
+):
+    from rspo_kit.rewards import progress_model as pm
+    from rspo_kit.train import Trainer, initial_policy, preset
+
+    model, _ = fitted
+    folder = model.save(tmp_path / "weights")
+    cfg = preset(
+        "smoke", env=ENV, algo="grpo", swap="process", reward__process="progress_model",
+        reward__progress_model=str(folder),
+    )  # fmt: skip
+    cfg.train.iterations, cfg.train.eval_n, cfg.train.run_dir = 1, 0, str(tmp_path / "run")
+    policy, report = initial_policy(cfg, progress_bar=False)
+    try:
+        trainer = Trainer(cfg, policy, start_report=report)
+        scorer = trainer.rewards.trajectory_process
+        assert isinstance(scorer, pm.ProgressReward) and scorer.model.encoder.digest == model.encoder.digest
+        trainer.run()
+        assert scorer.steps_encoded > 0  # the dense baseline's rewards came from the progress model
+        # "auto" is the progress model for the paper's loop where weights are committed, and only there
+        monkeypatch.setattr(pm, "committed_progress_model", lambda env: folder if env == ENV else None)
+        assert pm.default_process_reward(ENV, "rspo") == "progress_model"
+        assert pm.default_process_reward(ENV, "off") == "subgoal"
+        assert pm.default_process_reward(ENV, "rspo", misalign_eps=0.3) == "subgoal"  # the hacking case
+        assert pm.default_process_reward("alfworld-elsewhere", "rspo") == "subgoal"
+    finally:
+        TRAJECTORY_REWARDS[ENV].pop("progress_model", None)
+    with pytest.raises(FileNotFoundError, match=r"reward\.progress_model"):
+        pm.progress_model_folder(ENV, tmp_path / "nothing-here")

@@ -59,6 +59,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import torch
 from torch import nn
 
@@ -559,10 +560,102 @@ def use_progress_model(
     return reward
 
 
+COMPARISON_COLUMNS = (
+    "group_id",
+    "traj_id",
+    "task_id",
+    "step",
+    "action",
+    "learned",
+    "handwritten",
+    "learned_return",
+    "handwritten_return",
+    "outcome",
+    "won",
+)
+
+
+def step_comparison(
+    scorer: ProgressModel | ProgressReward,
+    trajs: Sequence[Any],
+    env: str,
+    *,
+    handwritten: str = "subgoal",
+    outcome_mode: str = "success",
+) -> pd.DataFrame:
+    """One row per step of ``trajs`` (``COMPARISON_COLUMNS``): the progress model's r̂_t (``learned``) beside
+    the env's hand-written ``handwritten`` reward of the same step, each with its running sum over the
+    trajectory (``*_return``; at the last step, the trajectory's dense return), and its outcome R.
+    ``traj_id`` numbers ``trajs`` in order. What notebook 05's ``ProgressModelView`` draws."""
+    from rspo_kit.rewards.outcome import outcome_reward
+    from rspo_kit.rewards.process import has_process_reward, process_reward
+
+    learned = scorer.step_rewards(trajs)
+    hand = process_reward(handwritten, env=env) if has_process_reward(handwritten, env=env) else None
+    rows = []
+    for i, (t, rewards) in enumerate(zip(trajs, learned, strict=True)):
+        outcome = outcome_reward(t.won, t.score, env=env, mode=outcome_mode)
+        run_learned = run_hand = 0.0
+        for j, (s, r) in enumerate(zip(t.steps, rewards, strict=True)):
+            h = (
+                float(hand(s.progress_before, s.progress_after, s.action, s.valid, s.info))
+                if hand is not None
+                else math.nan
+            )
+            run_learned, run_hand = run_learned + r, run_hand + h
+            rows.append(
+                (t.group_id, i, t.task_id, j, s.action, r, h, run_learned, run_hand, outcome, bool(t.won))
+            )
+    return pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
+
+
 def committed_progress_model(env: str) -> Path | None:
     """``data/progress_models/<env>/`` where it holds a saved model, else None."""
     folder = data_dir() / "progress_models" / env
     return folder if (folder / META_FILE).is_file() else None
+
+
+def default_process_reward(env: str, swap_mode: str, misalign_eps: float = 0.0) -> str:
+    """The dense reward a run gets when ``reward.process`` is ``"auto"``: under the paper's loop
+    (``swap.mode = "rspo"``) its own dense reward, the progress model, wherever weights for ``env`` are
+    committed; otherwise, and wherever a misalignment knob is set (it mixes a hack into a hand-written
+    reward, the teaching case for hacking), the env's hand-written ``subgoal`` reward.
+
+    >>> default_process_reward("alfworld", "off"), default_process_reward("my-env", "rspo")
+    ('subgoal', 'subgoal')
+    """
+    if swap_mode == "rspo" and not misalign_eps and committed_progress_model(env) is not None:
+        return PROCESS_NAME
+    return "subgoal"
+
+
+def progress_model_folder(env: str, folder: str | Path | None) -> Path:
+    """The weights a run with ``reward.process = "progress_model"`` loads: ``folder`` (relative to the
+    repository or absolute), else the env's committed ones; an error naming the field where neither is."""
+    if folder is not None:
+        path = repository_path(folder)
+        if not (path / META_FILE).is_file():
+            raise FileNotFoundError(
+                f"reward.progress_model = {str(folder)!r}: {path / META_FILE} is missing (write one with "
+                f"python -m rspo_kit.rewards.progress_model train --env {env} --out {folder})"
+            )
+        return path
+    committed = committed_progress_model(env)
+    if committed is None:
+        raise FileNotFoundError(
+            f"reward.process = {PROCESS_NAME!r} and reward.progress_model is None, and {env!r} has no committed "
+            f"weights under {data_dir() / 'progress_models' / env}: train one with python -m "
+            f"rspo_kit.rewards.progress_model train --env {env} --out <folder>, then set reward.progress_model"
+        )
+    return committed
+
+
+def use_run_progress_model(env: str, folder: str | Path | None, policy: Any) -> ProgressReward:
+    """Load a run's progress model (``progress_model_folder``) on the policy's device and register it as
+    ``env``'s process reward ``"progress_model"``, reading the steps written by ``policy``'s tokenizer."""
+    device = "cpu" if policy.device.device.type == "cpu" else "auto"
+    model = ProgressModel.load(progress_model_folder(env, folder), device=device)
+    return use_progress_model(model, env, policy_tokenizer=policy.tokenizer)
 
 
 # ------------------------------------------------------------------------------------------- CLI
