@@ -52,6 +52,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import time
 import weakref
 from collections.abc import Sequence
@@ -745,7 +746,11 @@ def _train(args: argparse.Namespace) -> ProgressModel:
         split_seed=args.seed,
         progress_bar=True,
     )
-    model.training_data = {"env": args.env, "collection": collection} | model.training_data
+    model.training_data = {
+        "env": args.env,
+        "command": "python -m rspo_kit.rewards.progress_model " + " ".join(args.argv),
+        "collection": collection,
+    } | model.training_data
     model.save(args.out)
     print(format_report(model.report, model.training_data, model.fit))
     print(f"saved to {args.out}")
@@ -824,6 +829,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     report.add_argument("folder")
     report.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded with the weights it writes
     _train(args) if args.command == "train" else _report(args)
 
 
