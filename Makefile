@@ -76,11 +76,12 @@ HEADLESS := HF_HUB_DISABLE_PROGRESS_BARS=1 TQDM_DISABLE=1
 
 # Main job: notebooks/00_quickstart.ipynb headless (papermill, through `python -m
 # rspo_kit.experiments.quickstart`, which starts the kernel on local sockets: no warning about plain TCP):
-# plain GRPO, RSPO-GRPO and GRPO on the process reward alone, trained side by side from the chain
-# testbed's committed warm start at one budget of env steps, then RSPO − plain and RSPO − process task by
-# task. The cells' printed lines (a progress line per iteration, each figure's text copy) stream to the
-# terminal; then the recorded results. Writes runs/demo/00_quickstart.ipynb (the executed notebook) and
-# runs/demo/run/ (each variant's run, figures as HTML; replaced on every `make demo`).
+# plain GRPO, RSPO-GRPO (the paper's Algorithm 1 at k = 3, α = 1/8) and GRPO on the dense reward alone,
+# trained side by side from the chain testbed's committed warm start for the same updates of A, then
+# plain GRPO run on to RSPO's env steps; the final sampled success at both budgets, paired task by task.
+# The cells' printed lines (a line per loop, each table's text) stream to the terminal; then both
+# budgets' tables and the recorded results. Writes runs/demo/00_quickstart.ipynb (the executed notebook)
+# and runs/demo/run/ (each run, figures as HTML; replaced on every `make demo`).
 DEMO_DIR     := runs/demo
 DEMO_THREADS ?= $(shell nproc 2>/dev/null || echo 2)
 demo: setup kernel

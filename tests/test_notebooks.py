@@ -84,27 +84,37 @@ def check_run(results: dict, iterations: int) -> None:
 
 
 # ------------------------------------------------------------------------------------ the notebooks
-def test_00_quickstart_compares_plain_rspo_and_process(kernel, tmp_path):
-    # a budget of one iteration each, a few eval tasks: the three runs and every section in seconds
+def test_00_quickstart_compares_plain_rspo_and_dense_only_at_both_budgets(kernel, tmp_path):
+    # one loop of RSPO (3 updates of A) on 4 tasks x 2 episodes, the shortest chain level, 4 eval tasks:
+    # the three runs, plain's run on to RSPO's env steps and every section in seconds
     run_dir = tmp_path / "run"
-    params = dict(BUDGET=100, FINAL_N=4, RUN_DIR=str(run_dir))
+    params = dict(LEVEL="chain-4x2-cap8", LOOPS=1, TASKS=4, GROUP_SIZE=2, FINAL_N=4, RUN_DIR=str(run_dir))
     results = execute("00_quickstart", kernel, tmp_path, **params)
-    for variant in ("plain", "rspo", "process"):
-        low, high = results[f"{variant}_ci"]
-        assert 0 <= low <= results[f"{variant}_success"] <= high <= 1
-        assert results["env_steps"][variant] >= 100 and results["iterations"][variant] == 1
-        assert (run_dir / variant / "final_episodes.parquet").is_file()
-    for other in ("plain", "process"):  # paired on the same 4 tasks, one episode each: a difference of means
+    runs = ("plain", "rspo", "dense_only", "plain_equal_env_steps")
+    for run in runs:
+        low, high = results[f"{run}_ci"]
+        assert 0 <= low <= results[f"{run}_success"] <= high <= 1
+        assert (run_dir / run / "final_episodes.parquet").is_file()
+    updates, steps = results["actor_updates"], results["env_steps"]
+    assert set(updates) == set(steps) == set(runs)
+    assert updates["plain"] == updates["rspo"] == updates["dense_only"] == 3  # equal updates of A
+    assert steps["rspo"] > steps["plain"]  # B's rollouts come on top
+    # plain ran on from its own 3 updates to the first update at or past RSPO's env steps
+    assert updates["plain_equal_env_steps"] > 3 and steps["plain_equal_env_steps"] >= steps["rspo"]
+    for other in ("plain", "dense_only", "plain_equal_env_steps"):  # 4 tasks, one episode each
         difference, (low, high) = results[f"rspo_minus_{other}"], results[f"rspo_minus_{other}_ci"]
         assert difference == pytest.approx(results["rspo_success"] - results[f"{other}_success"])
-        assert low <= difference <= high and results[f"rspo_minus_{other}_tasks"] == 4
-    assert 0 <= results["rescued_groups"] <= results["all_failure_groups"]  # only all-failure groups rescue
-    assert (results["rescued_example"] is None) == (results["rescued_groups"] == 0)
+        assert results[f"rspo_minus_{other}_tasks"] == 4
+        assert low is None or low <= difference <= high  # None: all four pairs equal, no spread
+    assert results["loops"] == 1 and results["drawn"] == [3]  # round(α·B·N) = 1 per update of A, k = 3
+    assert 0 <= results["collect_success"][0] <= 1 and finite(*results["explorer_dense_before"])
+    assert results["replayed_example"].startswith("loop 1, A's update ")
     assert json.loads((run_dir / "results.json").read_text()) == results
-    assert (run_dir / "success_vs_env_steps.html").is_file() and (run_dir / "rescued_groups.html").is_file()
+    assert (run_dir / "success_curves.html").is_file()
     shown = json.loads((tmp_path / "00_quickstart.ipynb").read_text())["cells"]
     printed = "".join("".join(o.get("text", "")) for c in shown for o in c.get("outputs", []))
-    assert "rspo     iteration   1  env steps" in printed  # a progress line per iteration
+    assert "rspo       loop   1  A updates   3" in printed and "B dense" in printed  # a line per loop
+    assert "runs on to RSPO's" in printed and "at equal env steps" in printed
     assert "Loading weights" not in printed  # headless output without transformers' loading bars
 
 

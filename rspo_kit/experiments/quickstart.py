@@ -1,18 +1,27 @@
-"""The quickstart's comparison: plain GRPO, RSPO-GRPO and GRPO on the process reward alone, trained from
-one committed start at one budget of env steps, and what the swap did (notebooks/00_quickstart.ipynb).
+"""The quickstart's comparison (notebooks/00_quickstart.ipynb): plain GRPO, RSPO-GRPO as the paper's
+Algorithm 1 runs it, and GRPO on the dense reward alone, trained from one committed warm start for the
+same number of updates of the actor A, then plain GRPO run on to RSPO's env steps; what each loop did,
+one replayed trajectory step by step, and the final sampled success at both budgets.
 
 The notebook stays thin: it calls these functions and draws their tables. ``Quickstart`` holds the
-notebook's parameters and builds each variant's ``RunConfig`` from the chain testbed's protocol
-(``preset("chain-4k")``); ``run_variants`` trains the three side by side with a progress line per
-iteration and keeps one ``on_swap`` event in which the swap rescued a group; ``success_curves``,
-``rescue_table``, ``rescued_group`` and ``summarize`` are what the notebook shows.
-``paired_difference`` is RSPO − another variant task by task, as ``rspo_kit.experiments.report`` pairs
-final episodes: the runs evaluate the same tasks with the same seed, so the pairs share a task and its
-sampling seed.
+notebook's parameters and builds each run's ``RunConfig`` from the chain testbed's protocol
+(``preset("chain-4k")``). ``run_variants`` trains the three side by side, prints one line per loop
+(``loop_line``: B's dense reward before → after its k steps, the collection's success, what
+reward-based sampling drew, A's success) and keeps one replayed trajectory of RSPO's run
+(``ReplayKeeper``); with ``equal_env_steps`` it then continues plain GRPO's run until it has spent
+RSPO's env steps (``PLAIN_EQUAL_STEPS``). ``success_curves``, ``loop_table``, ``replayed_trajectory``
+and ``summarize`` are what the notebook shows. ``paired_difference`` is one run minus another task by
+task, as ``rspo_kit.experiments.report`` pairs final episodes: the runs evaluate the same tasks with
+the same seed, so the pairs share a task and its sampling seed.
+
+Two budgets, because neither alone is the whole truth (docs/training.md): at **equal updates of A**
+(the paper's accounting) every run takes ``loops × k`` updates of A; RSPO's explorer B rolls out about
+2.3 times the episodes on top. At **equal env steps** (what a user pays) plain GRPO's run goes on from
+its last update until its env steps reach RSPO's (it stops at the first update at or past them).
 
 ``python -m rspo_kit.experiments.quickstart OUTPUT [-p NAME VALUE]...`` (``make demo``) runs the notebook
-headless with papermill, its printed lines (a progress line per iteration, the tables' text) streamed
-to the terminal, then prints what it recorded.
+headless with papermill, its printed lines streamed to the terminal, then prints both budgets' tables
+and what it recorded.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ import math
 import multiprocessing
 import os
 import queue
+import shutil
 import sys
 import time
 import traceback
@@ -34,68 +44,102 @@ from typing import Any
 import pandas as pd
 import torch
 
-from rspo_kit.algos.grpo import grpo_advantages
 from rspo_kit.experiments.report import value_text
 from rspo_kit.experiments.sweep import mean_ci
 from rspo_kit.paths import repository_path
 from rspo_kit.records import load_episodes
+from rspo_kit.records.episodes import EPISODES_FILE
 from rspo_kit.rewards.signals import RewardModel
-from rspo_kit.swap.replay import group_outcomes
-from rspo_kit.swap.stats import _zero_variance  # the rule swap/rescued_groups counts by
+from rspo_kit.swap.views import clip_windows
 from rspo_kit.train.config import RunConfig, preset
-from rspo_kit.train.trainer import run_rewards
+from rspo_kit.train.trainer import run_rewards, stored_config
 
-# the variants the quickstart compares, in the order it shows them
-VARIANTS = ("plain", "rspo", "process")
-LABELS = {"plain": "plain GRPO", "rspo": "RSPO-GRPO", "process": "GRPO on process reward"}
-# the evaluation the summary compares: sampled actions (RL optimises the sampled policy; the greedy
-# policy of the chain testbed's start already copies the clue almost always)
-FINAL = "final_sampled/eval"
-ENV_STEPS, ROLLOUT_SUCCESS = "rollout/cumulative_env_steps", "rollout/success"
+# the runs the quickstart compares at equal updates of A, in the order it shows them, and the variant
+# of ``preset(swap=...)`` each one is
+VARIANTS = ("plain", "rspo", "dense_only")
+PRESET_VARIANT = {"plain": "plain", "rspo": "rspo", "dense_only": "process"}
+# plain GRPO's run continued until it has spent RSPO's env steps: the comparison at equal env steps
+PLAIN_EQUAL_STEPS = "plain_equal_env_steps"
+LABELS = {
+    "plain": "plain GRPO",
+    "rspo": "RSPO-GRPO",
+    "dense_only": "GRPO on the dense reward alone",
+    PLAIN_EQUAL_STEPS: "plain GRPO, run on to RSPO's env steps",
+}
+EQUAL_UPDATES, EQUAL_STEPS = "at equal updates of A", "at equal env steps"
+ENV_STEPS, ACTOR_UPDATES, ROLLOUT_SUCCESS = "budget/env_steps", "budget/actor_updates", "rollout/success"
+
+
+def final_key(split: str) -> str:
+    """The evaluation the summary compares: sampled actions on ``split`` (RL optimises the sampled
+    policy; the greedy policy of the chain testbed's start already copies the clue almost always)."""
+    return f"final_sampled/{split}"
 
 
 @dataclass(frozen=True)
 class Quickstart:
-    """The quickstart's parameters; ``config(variant)`` is that variant's run.
+    """The quickstart's parameters; ``config(run)`` is that run's ``RunConfig``.
 
-    Every variant starts from the chain-4k protocol's committed warm start (GRPO, lr 1e-3, N=4 tasks ×
-    G=8) and stops at ``budget`` env steps, actor and explorer together; its curve is the actor's own
-    sampled success per iteration (no separate evaluation during training), and at the end it plays
-    ``final_n`` eval tasks with sampled actions, one episode each: the success the summary compares.
+    Every run starts from the chain-4k protocol's committed warm start (GRPO, lr 1e-3) and takes
+    ``loops × swap.loop_steps`` updates of A (``train.updates``): RSPO in ``loops`` loops of the paper's
+    Algorithm 1 at its defaults (k = 3, α = 1/8, reward-based sampling, the shifted clip, a collection
+    of round(2·(1 − α)·B) tasks), plain and dense-only one update per iteration on B tasks × N.
+    ``tasks`` = B is 4 by default, half the protocol's 8, so that ``make demo`` stays within five
+    minutes on two cores; round((1 − α)·4) = 4, so RSPO's A then updates on 4 tasks × N plus
+    round(α·B·N) replayed trajectories, a little more than plain's 4 × N (at B = 8 the two match:
+    7 × N + N). The curve is A's own sampled success in its training rollouts (no separate evaluation
+    during training); at the end each run plays ``final_n`` tasks of ``final_split`` with sampled
+    actions, one episode each: the success the summary compares.
     """
 
-    level: str = "chain-4x2-cap8"
-    eps: float = 0.5  # reward.misalign_eps: the share of the process reward that a lever pays
-    sync_every: int = 1  # swap.sync_every: B <- A every k iterations (0: at the first only)
-    budget: int = 3000
+    level: str = "chain-4x2-cap10"  # the cell chosen on valid (notebook 00 says how)
+    eps: float = 0.0  # reward.misalign_eps: the share of the dense reward that a useless lever pays
+    # reward.process, the dense reward of RSPO's B and of the dense-only run alike: the chain's
+    # hand-written progress along the chain ("auto" would give B a learned progress model, which
+    # reads a frozen LM at every step, and the dense-only run another reward)
+    dense: str = "subgoal"
+    loops: int = 2
+    tasks: int | None = 4  # env.tasks_per_iteration, B (None: the protocol's 8)
+    group_size: int | None = None  # algo.group_size, N (None: the protocol's 8)
     seed: int = 0
     threads: int = 2
-    side_by_side: bool = True  # the variants train at once, each in its own process (see run_variants)
+    side_by_side: bool = True  # the runs train at once, each in its own process (see run_variants)
+    equal_env_steps: bool = True  # then plain runs on to RSPO's env steps (PLAIN_EQUAL_STEPS)
+    final_split: str = "eval"
     final_n: int = 120
     run_dir: str = "runs/quickstart"
 
     @property
     def threads_per_run(self) -> int:
-        """Torch threads of each run: side by side the variants share ``threads`` (at least 1 each)."""
+        """Torch threads of each run: side by side the runs share ``threads`` (at least 1 each)."""
         return max(1, self.threads // len(VARIANTS)) if self.side_by_side else self.threads
 
-    def config(self, variant: str) -> RunConfig:
-        """The ``RunConfig`` of ``variant`` (one of ``VARIANTS``), its run in ``run_dir/<variant>``."""
-        if variant not in VARIANTS:
-            raise ValueError(f"variant = {variant!r} is not allowed; choose one of {list(VARIANTS)}")
-        cfg = preset("chain-4k", algo="grpo", swap=variant, seed=self.seed)
+    @property
+    def final(self) -> str:
+        return final_key(self.final_split)
+
+    def config(self, run: str) -> RunConfig:
+        """The ``RunConfig`` of ``run`` (one of ``VARIANTS``), its run in ``run_dir/<run>``."""
+        if run not in VARIANTS:
+            raise ValueError(f"run = {run!r} is not allowed; choose one of {list(VARIANTS)}")
+        cfg = preset("chain-4k", algo="grpo", swap=PRESET_VARIANT[run], seed=self.seed)
+        updates = self.loops * cfg.swap.loop_steps
         overrides = {
             "env.name": self.level,
+            "env.tasks_per_iteration": self.tasks or cfg.env.tasks_per_iteration,
+            "algo.group_size": self.group_size or cfg.algo.group_size,
+            "reward.process": self.dense,
             "reward.misalign_eps": self.eps,
-            "swap.sync_every": self.sync_every,
-            "train.max_env_steps": self.budget,
+            "train.updates": updates,
+            "train.max_env_steps": None,  # the protocol's env-step budget: the updates end these runs
+            "train.iterations": 1000 * updates,  # never the limit
             "train.eval_n": 0,  # no greedy curve: the curve shown is the rollouts' sampled success
-            "train.final_eval_split": "eval",
+            "train.final_eval_split": self.final_split,
             "train.final_eval_n": self.final_n,
             "train.final_eval_greedy": False,  # the summary compares sampled success only
             "train.threads": self.threads_per_run,
-            "train.progress_bar": False,  # one printed line per iteration instead (ProgressLine)
-            "train.run_dir": str(Path(self.run_dir) / variant),
+            "train.progress_bar": False,  # one printed line per loop instead (LoopLine)
+            "train.run_dir": str(Path(self.run_dir) / run),
         }
         for key, value in overrides.items():
             cfg.override(key, value)
@@ -103,66 +147,147 @@ class Quickstart:
 
 
 def reward_model(cfg: RunConfig) -> RewardModel:
-    """The rewards a run of ``cfg`` is scored with, as the trainer builds them (``run_rewards``: for the
-    swap's process labels and outcomes in ``rspo_widgets``' swap figure)."""
+    """The rewards a run of ``cfg`` is scored with, as the trainer builds them (``run_rewards``)."""
     return run_rewards(cfg)
 
 
 # ------------------------------------------------------------------------------------- callbacks
+def _num(m: Mapping[str, Any], key: str) -> float:
+    value = m.get(key)
+    return math.nan if value is None else float(value)
+
+
+def loop_line(label: str, iteration: int, m: Mapping[str, Any]) -> str:
+    """One printed line per iteration: A's updates and env steps so far; for a loop of the paper's
+    RSPO, B's mean dense return before its k steps (its first rollout, B = A) → after them (its
+    collection), the collection's success, what reward-based sampling drew over A's k updates (how
+    many trajectories, their share of successes), and A's success in its on-policy rollouts."""
+    head = f"{label:<10} {'loop' if 'explorer/dense_before' in m else 'update'} {iteration:>3}"
+    head += f"  A updates {_num(m, ACTOR_UPDATES):>3.0f}  env steps {_num(m, ENV_STEPS):>6,.0f}"
+    if "explorer/dense_before" in m:
+        head += (
+            f"  B dense {_num(m, 'explorer/dense_before'):.2f} → {_num(m, 'explorer/dense_after'):.2f}"
+            f"  collection success {_num(m, 'swap/collect_success'):.2f}"
+            f"  drew {_num(m, 'swap/replayed'):.0f} ({100 * _num(m, 'swap/drawn_success_share'):.0f}% won)"
+        )
+    return head + f"  A success {_num(m, ROLLOUT_SUCCESS):.2f}"
+
+
 @dataclass
-class ProgressLine:
-    """A trainer callback that prints one line per iteration: env steps, the actor's sampled success
-    and, for RSPO, the groups the swap rescued (headless runs show no progress bars)."""
+class LoopLine:
+    """A trainer callback that prints ``loop_line`` after every iteration (headless runs show no
+    progress bars)."""
 
     label: str
     print_fn: Callable[[str], None] = print
 
     def on_update_end(self, event: Any) -> None:
-        m = event.metrics
-        line = f"{self.label:<8} iteration {event.iteration:>3}  env steps {m.get(ENV_STEPS, math.nan):>6.0f}"
-        line += f"  rollout success {m.get(ROLLOUT_SUCCESS, math.nan):.2f}"
-        if "swap/rescued_groups" in m:
-            line += f"  rescued groups {m['swap/rescued_groups']:.0f}"
-        self.print_fn(line)
+        self.print_fn(loop_line(self.label, event.iteration, event.metrics))
 
 
-def rescued_tasks(data: Mapping[str, Any], outcome: Callable[[Any], float]) -> list[str]:
-    """The tasks of one ``on_swap`` event's data whose group the swap rescued, in the actor's order:
-    the actor's own outcomes had no variance (every GRPO advantage 0) and the mixed group's have some.
-    """
-    before, after = group_outcomes(data["actor"], outcome), group_outcomes(data["mixed"], outcome)
-    return [t for t, v in before.items() if _zero_variance(v) and not _zero_variance(after.get(t, []))]
+@dataclass(frozen=True)
+class ReplayedTrajectory:
+    """One trajectory that A replayed from B's collection, step by step (``steps``: action, dense
+    reward, the outcome reward A saw, the stored advantage A_off, π_B of the action, π_old = c·π_B and
+    the shifted clip window [c − ε, c + ε] on the ratio π_θ/π_B, beside PPO's [1 − ε, 1 + ε])."""
+
+    loop: int
+    actor_step: int  # which of A's k updates of the loop replayed it (1-based)
+    task: str
+    won: bool
+    outcome: float
+    dense_return: float
+    steps: pd.DataFrame
+
+    def text(self) -> str:
+        """The trajectory in words, the line above its table."""
+        return (
+            f"loop {self.loop}, A's update {self.actor_step}: a trajectory of B on {self.task}, "
+            f"{'won' if self.won else 'lost'} (outcome {self.outcome:g}), dense return "
+            f"{self.dense_return:.2f}, {len(self.steps)} steps"
+        )
+
+
+def replayed_trajectory(
+    batches: Sequence[Any], rewards: RewardModel, loop: int, clip_low: float, clip_high: float
+) -> ReplayedTrajectory | None:
+    """The replayed trajectory to show from one loop's updated batches of A (``on_update_end``'s
+    ``batches``): the first won one with a non-zero stored advantage (a success of a group where B
+    mostly failed: the signal a replay carries), else the first replayed one; None without any."""
+    found = []
+    for j, batch in enumerate(batches, 1):
+        for n, (traj, off) in enumerate(zip(batch.trajs, batch.offpolicy, strict=True)):
+            if off:
+                stored = batch.stored_advantages[n]
+                found.append((not (traj.won and stored and any(stored)), j, n))
+    if not found:
+        return None
+    _, j, n = min(found)
+    batch = batches[j - 1]
+    traj = batch.trajs[n]
+    windows = clip_windows(batch, clip_low, clip_high)
+    windows = windows[windows["trajectory"] == n].reset_index(drop=True)
+    stored = batch.stored_advantages[n] or [math.nan] * len(traj.steps)
+    steps = pd.DataFrame(
+        {
+            "step": range(len(traj.steps)),
+            "action": [s.action for s in traj.steps],
+            "dense_reward": rewards.process_steps(traj),
+            "outcome_reward": batch.rewards[n],
+            "stored_advantage": stored,
+        }
+    )
+    steps = steps.join(windows[["pi_B", "pi_old", "center", "low", "high"]])
+    return ReplayedTrajectory(
+        loop=loop,
+        actor_step=j,
+        task=str(traj.task_id),
+        won=bool(traj.won),
+        outcome=rewards.outcome_return(traj),
+        dense_return=float(sum(steps["dense_reward"])),
+        steps=steps,
+    )
 
 
 @dataclass
-class SwapKeeper:
-    """A trainer callback that keeps the first ``on_swap`` event in which a group was rescued (the one
-    the notebook draws) and counts the swaps it saw; ``event`` stays None if no group ever was."""
+class ReplayKeeper:
+    """A trainer callback that keeps ``replayed_trajectory`` of the first loop whose draws hold a won
+    trajectory (else of the last loop with any draw): small tables, so that a run in another process
+    can hand it back."""
 
-    outcome: Callable[[Any], float]
-    event: Any = None
-    swaps: int = 0
+    rewards: RewardModel
+    clip_low: float
+    clip_high: float
+    kept: ReplayedTrajectory | None = None
 
-    def on_swap(self, event: Any) -> None:
-        self.swaps += 1
-        if self.event is None and rescued_tasks(event.data, self.outcome):
-            self.event = event
-
-    @property
-    def task(self) -> str | None:
-        """The first rescued task of the kept event (None without one)."""
-        return rescued_tasks(self.event.data, self.outcome)[0] if self.event is not None else None
+    def on_update_end(self, event: Any) -> None:
+        if self.kept is not None and self.kept.won:
+            return
+        found = replayed_trajectory(
+            event.data.get("batches", ()), self.rewards, event.iteration, self.clip_low, self.clip_high
+        )
+        if found is not None:
+            self.kept = found
 
 
 # ------------------------------------------------------------------------------------------ runs
 @dataclass
 class Comparison:
-    """The three runs of one quickstart: each variant's ``RunResult`` and seconds, and RSPO's kept swap."""
+    """The runs of one quickstart: each run's ``RunResult`` and seconds (``PLAIN_EQUAL_STEPS`` among
+    them where plain ran on), and the replayed trajectory RSPO's run kept."""
 
     settings: Quickstart
-    results: dict[str, Any]  # variant -> RunResult
+    results: dict[str, Any]  # run -> RunResult
     seconds: dict[str, float]
-    swap: SwapKeeper
+    replayed: ReplayedTrajectory | None = None
+
+    @property
+    def metrics(self) -> dict[str, pd.DataFrame]:
+        return {run: result.metrics for run, result in self.results.items()}
+
+    @property
+    def run_dirs(self) -> dict[str, Path]:
+        return {run: Path(result.run_dir) for run, result in self.results.items()}
 
 
 def run_variants(
@@ -171,21 +296,21 @@ def run_variants(
     train_fn: Callable[..., Any] | None = None,
     print_fn: Callable[[str], None] = print,
 ) -> Comparison:
-    """Train ``variants`` from the same start (the config's committed warm start), each with a progress
-    line per iteration; RSPO's run also keeps a rescued swap (``SwapKeeper``).
+    """Train ``variants`` from the same start (the config's committed warm start), each printing a line
+    per loop; RSPO's run also keeps a replayed trajectory (``ReplayKeeper``). Then, with
+    ``settings.equal_env_steps``, plain's run goes on to RSPO's env steps (``continue_plain``).
 
     With ``settings.side_by_side`` each variant trains in a process of its own, all at once, on
     ``settings.threads_per_run`` torch threads (their share of ``threads``, at least 1), and their lines
     come as they are printed; else one after another on ``threads`` threads. Side by side is faster
-    where the model is small: on 2 cores the demo's three runs took 104-107 s side by side against
-    138 s one after another on 2 threads (one thread per run keeps a core busier than two threads
-    sharing one run's small matrices).
-    A variant whose run fails stops the others and raises ``RuntimeError`` with its traceback.
-    ``train_fn`` is ``rspo_kit.train.train`` unless given (tests pass a module-level stand-in).
+    where the model is small (one thread per run keeps a core busier than two threads sharing one
+    run's small matrices). A variant whose run fails stops the others and raises ``RuntimeError`` with
+    its traceback. ``train_fn`` is ``rspo_kit.train.train`` unless given (tests pass a module-level
+    stand-in); it is called as ``train_fn(cfg, callbacks=...)`` and, to continue plain, with
+    ``resume=run_dir`` too.
     """
     if train_fn is None:
         from rspo_kit.train import train as train_fn
-    keeper = _swap_keeper(settings)
     if settings.side_by_side and len(variants) > 1:
         outcomes = _side_by_side(settings, variants, train_fn, print_fn)
     else:
@@ -194,42 +319,85 @@ def run_variants(
         for variant in variants:
             outcomes[variant] = _train_variant(settings, variant, train_fn, print_fn)
             print_fn(_done_line(variant, outcomes[variant]))
-    results = {v: outcomes[v].result for v in variants}
-    seconds = {v: outcomes[v].seconds for v in variants}
-    if "rspo" in outcomes:
-        keeper.event, keeper.swaps = outcomes["rspo"].swap_event, outcomes["rspo"].swaps
-    return Comparison(settings, results, seconds, keeper)
+    comparison = Comparison(
+        settings,
+        {v: outcomes[v].result for v in variants},
+        {v: outcomes[v].seconds for v in variants},
+        outcomes["rspo"].replayed if "rspo" in outcomes else None,
+    )
+    if settings.equal_env_steps and {"plain", "rspo"} <= set(variants):
+        continue_plain(comparison, train_fn, print_fn)
+    return comparison
+
+
+def spent(metrics: pd.DataFrame) -> tuple[int, int]:
+    """A run's updates of A and env steps (actor and explorer together) at its last row that counts
+    them (0 where none does)."""
+
+    def last(key: str) -> int:
+        values = metrics[key].dropna() if key in metrics else ()
+        return int(values.iloc[-1]) if len(values) else 0
+
+    return last(ACTOR_UPDATES), last(ENV_STEPS)
+
+
+def continue_plain(
+    comparison: Comparison, train_fn: Callable[..., Any], print_fn: Callable[[str], None] = print
+) -> None:
+    """Plain's finished run, copied to ``run_dir/PLAIN_EQUAL_STEPS`` (its final episodes left out) and
+    resumed with RSPO's env steps as its budget: its first updates are plain's, and it stops at the
+    first update at or past RSPO's env steps; then its own final evaluation. Added to ``comparison``."""
+    settings = comparison.settings
+    _, rspo_steps = spent(comparison.results["rspo"].metrics)
+    source, target = Path(comparison.results["plain"].run_dir), Path(settings.run_dir) / PLAIN_EQUAL_STEPS
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(EPISODES_FILE))
+    # plain's own stored config (its reward settings as the trainer resolved them), with a new budget
+    cfg = stored_config(target)
+    for key, value in {
+        "train.updates": None,
+        "train.max_env_steps": rspo_steps,
+        "train.threads": settings.threads,  # alone now: every thread
+        "train.run_dir": str(target),
+    }.items():
+        cfg.override(key, value)
+    torch.set_num_threads(settings.threads)
+    print_fn(f"{'plain':<10} runs on to RSPO's {rspo_steps:,} env steps")
+    start = time.perf_counter()
+    result = train_fn(cfg.validate(), callbacks=[LoopLine("plain", print_fn)], resume=target)
+    comparison.results[PLAIN_EQUAL_STEPS] = result
+    comparison.seconds[PLAIN_EQUAL_STEPS] = time.perf_counter() - start
+    print_fn(f"{'plain':<10} done in {comparison.seconds[PLAIN_EQUAL_STEPS]:.0f} s: {result.run_dir}")
 
 
 @dataclass
 class _Trained:
-    """One variant's run as its process hands it back: the ``RunResult``, its seconds and, for RSPO, the
-    ``on_swap`` event ``SwapKeeper`` kept and the number of swaps it saw."""
+    """One variant's run as its process hands it back: the ``RunResult``, its seconds and, for RSPO,
+    the replayed trajectory ``ReplayKeeper`` kept."""
 
     result: Any
     seconds: float
-    swap_event: Any = None
-    swaps: int = 0
-
-
-def _swap_keeper(settings: Quickstart) -> SwapKeeper:
-    """RSPO's ``SwapKeeper``, judging outcomes by the rewards its run is scored with."""
-    return SwapKeeper(reward_model(settings.config("rspo")).outcome_return)
+    replayed: ReplayedTrajectory | None = None
 
 
 def _train_variant(
     settings: Quickstart, variant: str, train_fn: Callable[..., Any], print_fn: Callable[[str], None]
 ) -> _Trained:
-    keeper = _swap_keeper(settings) if variant == "rspo" else None
+    cfg = settings.config(variant)
+    callbacks: list[Any] = [LoopLine(variant, print_fn)]
+    keeper = None
+    if variant == "rspo":
+        keeper = ReplayKeeper(reward_model(cfg), cfg.algo.clip_low, cfg.algo.clip_high)
+        callbacks.append(keeper)
     start = time.perf_counter()
-    callbacks = [ProgressLine(variant, print_fn)] + ([keeper] if keeper is not None else [])
-    result = train_fn(settings.config(variant), callbacks=callbacks)
+    result = train_fn(cfg, callbacks=callbacks)
     seconds = time.perf_counter() - start
-    return _Trained(result, seconds, keeper.event if keeper else None, keeper.swaps if keeper else 0)
+    return _Trained(result, seconds, keeper.kept if keeper else None)
 
 
 def _done_line(variant: str, trained: _Trained) -> str:
-    return f"{variant:<8} done in {trained.seconds:.0f} s: {trained.result.run_dir}"
+    return f"{variant:<10} done in {trained.seconds:.0f} s: {trained.result.run_dir}"
 
 
 def _variant_process(
@@ -311,17 +479,23 @@ def _side_by_side(
 
 # ---------------------------------------------------------------------------------------- tables
 def success_curves(metrics: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """The actor's sampled rollout success against env steps, one row per (variant, iteration):
-    columns ``variant``, ``iteration``, ``env_steps``, ``rollout_success``."""
+    """A's sampled success in its training rollouts, one row per (run, iteration): columns ``run``,
+    ``iteration``, ``actor_updates``, ``env_steps`` (actor and explorer, so far), ``rollout_success``.
+    Where ``PLAIN_EQUAL_STEPS`` is among ``metrics`` it stands for plain (it is plain's run, continued):
+    its rows are plain's curve to RSPO's env steps."""
+    metrics = dict(metrics)
+    if PLAIN_EQUAL_STEPS in metrics:
+        metrics["plain"] = metrics.pop(PLAIN_EQUAL_STEPS)
     frames = []
-    for variant, m in metrics.items():
+    for run, m in metrics.items():
         rows = m.dropna(subset=[ROLLOUT_SUCCESS]) if ROLLOUT_SUCCESS in m else m.iloc[:0]
         frames.append(
             pd.DataFrame(
                 {
-                    "variant": variant,
+                    "run": run,
                     "iteration": rows["iteration"].astype(int).to_numpy(),
-                    "env_steps": rows[ENV_STEPS].astype(float).to_numpy(),
+                    "actor_updates": rows[ACTOR_UPDATES].astype(int).to_numpy() if len(rows) else [],
+                    "env_steps": rows[ENV_STEPS].astype(float).to_numpy() if len(rows) else [],
                     "rollout_success": rows[ROLLOUT_SUCCESS].astype(float).to_numpy(),
                 }
             )
@@ -329,150 +503,92 @@ def success_curves(metrics: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-@dataclass(frozen=True)
-class CurveSummary:
-    """One variant's curve in two numbers: the mean sampled success of its first and of its last
-    ``window`` iterations (one iteration's 32 episodes are too few to read alone)."""
-
-    variant: str
-    iterations: int
-    env_steps: float
-    first: float
-    last: float
-    window: int
+BUDGET_AXES = {"actor_updates": "updates of A", "env_steps": "env steps (actor + explorer)"}
 
 
-def curve_summaries(curves: pd.DataFrame, window: int = 3) -> list[CurveSummary]:
-    """``CurveSummary`` of each variant of ``success_curves``' frame, in its order."""
-    out = []
-    for variant, c in curves.groupby("variant", sort=False):
-        s = c["rollout_success"]
-        w = max(1, min(window, len(s)))
-        last_steps = float(c["env_steps"].iloc[-1]) if len(c) else math.nan
-        out.append(CurveSummary(variant, len(c), last_steps, s.head(w).mean(), s.tail(w).mean(), w))
-    return out
+def curve_panels(curves: pd.DataFrame) -> pd.DataFrame:
+    """``success_curves`` in long form for a figure of two panels, the same runs in each: columns
+    ``run``, ``budget`` (``BUDGET_AXES``' labels), ``spent`` and ``rollout_success``."""
+    long = curves.melt(
+        id_vars=["run", "rollout_success"],
+        value_vars=list(BUDGET_AXES),
+        var_name="budget",
+        value_name="spent",
+    )
+    long["budget"] = long["budget"].map(BUDGET_AXES)
+    return long[["run", "budget", "spent", "rollout_success"]]
 
 
 def _count(n: int, noun: str) -> str:
-    """``n`` and the noun, plural unless one: ``_count(1, "group")`` is "1 group"."""
+    """``n`` and the noun, plural unless one: ``_count(1, "update")`` is "1 update"."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def curve_text(curves: pd.DataFrame, window: int = 3) -> str:
-    """What the success figure shows, in its own numbers: one line per variant."""
+    """What the success figure shows, in its own numbers: one line per run (its updates of A, env
+    steps, and mean sampled success over its first and its last ``window`` iterations: one iteration's
+    episodes are too few to read alone)."""
     lines = []
-    for c in curve_summaries(curves, window):
+    for run, c in curves.groupby("run", sort=False):
+        s = c["rollout_success"]
+        w = max(1, min(window, len(s)))
+        updates = int(c["actor_updates"].iloc[-1]) if len(c) else 0
+        steps = float(c["env_steps"].iloc[-1]) if len(c) else math.nan
         lines.append(
-            f"- {LABELS.get(c.variant, c.variant)}: {_count(c.iterations, 'iteration')} to "
-            f"{c.env_steps:,.0f} env steps; sampled success {100 * c.first:.0f}% in its first "
-            f"{_count(c.window, 'iteration')}, {100 * c.last:.0f}% in its last {c.window}."
+            f"- {LABELS.get(run, run)}: {_count(updates, 'update')} of A, {steps:,.0f} env steps; sampled "
+            f"success {100 * s.head(w).mean():.0f}% over its first {_count(w, 'iteration')}, "
+            f"{100 * s.tail(w).mean():.0f}% over its last {w}."
         )
     return "\n".join(lines)
 
 
-def rescue_table(metrics: pd.DataFrame, tasks_per_iteration: int) -> pd.DataFrame:
-    """RSPO's swap per iteration: env steps, the actor's groups where every episode failed (what a
-    replayed success can rescue) and the groups the swap rescued, as counts of groups."""
-    columns = ["iteration", "env_steps", "all_failure_groups", "rescued_groups"]
-    if "swap/rescued_groups" not in metrics:  # a run without a swap
+LOOP_COLUMNS = {
+    "explorer/dense_before": "B_dense_before",
+    "explorer/dense_after": "B_dense_after",
+    "explorer/success_before": "B_success_before",
+    "swap/collect_success": "collection_success",
+    "swap/replayed": "drawn",
+    "swap/drawn_success_share": "drawn_won_share",
+    "swap/drawn_outcome_mean": "drawn_outcome_mean",
+    "swap/drawn_advantage_mean": "drawn_advantage_mean",
+    ROLLOUT_SUCCESS: "A_success",
+}
+
+
+def loop_table(metrics: pd.DataFrame) -> pd.DataFrame:
+    """RSPO's loops, one row each, the numbers of its printed lines: A's updates and env steps so far,
+    B's dense return and success before its k steps and its dense return after them (its collection),
+    the collection's success, the trajectories reward-based sampling drew over A's k updates (count,
+    share won, mean outcome, mean stored advantage), A's success in its on-policy rollouts."""
+    columns = ["loop", "actor_updates", "env_steps", *LOOP_COLUMNS.values()]
+    if "explorer/dense_before" not in metrics:  # a run without the paper's loop
         return pd.DataFrame(columns=columns)
-    rows = metrics.dropna(subset=["swap/rescued_groups"])
-    failed = (rows["swap/all_failure_groups_before"] * tasks_per_iteration).round()
-    values = [rows["iteration"], rows[ENV_STEPS], failed, rows["swap/rescued_groups"]]
-    types = [int, float, int, int]
-    return pd.DataFrame({c: v.astype(t).to_numpy() for c, v, t in zip(columns, values, types, strict=True)})
-
-
-def rescue_text(rescues: pd.DataFrame, tasks_per_iteration: int) -> str:
-    """What the rescue figure shows, in its own numbers (one paragraph)."""
-    if rescues.empty:
-        return "RSPO ran no swap (no iteration finished)."
-    groups = len(rescues) * tasks_per_iteration
-    failed, rescued = int(rescues["all_failure_groups"].sum()), int(rescues["rescued_groups"].sum())
-    with_rescue = int((rescues["rescued_groups"] > 0).sum())
-    return (
-        f"Over RSPO's {_count(len(rescues), 'iteration')} ({groups} actor groups, one per task), "
-        f"{_count(failed, 'group')} failed every episode, so GRPO's advantages were 0 there; the swap "
-        f"rescued {_count(rescued, 'group')}, in {with_rescue} of the {_count(len(rescues), 'iteration')}."
+    rows = metrics.dropna(subset=["explorer/dense_after"])
+    out = pd.DataFrame(
+        {
+            "loop": rows["iteration"].astype(int),
+            "actor_updates": rows[ACTOR_UPDATES].astype(int),
+            "env_steps": rows[ENV_STEPS].astype(int),
+        }
     )
+    for key, name in LOOP_COLUMNS.items():
+        out[name] = rows[key].astype(float) if key in rows else math.nan
+    out["drawn"] = out["drawn"].astype(int)
+    return out.reset_index(drop=True)[columns]
 
 
-@dataclass(frozen=True)
-class RescuedGroup:
-    """One rescued group as numbers: the actor's outcomes, the explorer's on the same task, and the
-    mixed group the actor was updated on with each member's GRPO advantage."""
-
-    iteration: int
-    task: str
-    actor_outcomes: list[float]
-    explorer_outcomes: list[float]
-    admitted: int  # of the explorer's episodes, those that entered the replay buffer
-    mixed_outcomes: list[float]
-    mixed_replayed: list[bool]
-    mixed_advantages: list[float]
-
-    def frame(self) -> pd.DataFrame:
-        """The mixed group, one row per member in the update's order: ``member`` (A1, A2, ... the
-        actor's own; R1, ... replayed), ``source``, ``outcome`` and GRPO ``advantage``: what its
-        figure draws."""
-        counts = {True: 0, False: 0}
-        rows = []
-        for outcome, replayed, advantage in zip(
-            self.mixed_outcomes, self.mixed_replayed, self.mixed_advantages, strict=True
-        ):
-            counts[replayed] += 1
-            rows.append(
-                {
-                    "member": f"{'R' if replayed else 'A'}{counts[replayed]}",
-                    "source": "replayed (explorer)" if replayed else "actor's own",
-                    "outcome": outcome,
-                    "advantage": advantage,
-                }
-            )
-        return pd.DataFrame(rows, columns=["member", "source", "outcome", "advantage"])
-
-    def text(self) -> str:
-        """The group in plain text: the fallback beside its figure."""
-
-        def row(values: Sequence[float]) -> str:
-            return " ".join(f"{v:g}" for v in values)
-
-        adv = " ".join(
-            f"{'R' if r else 'A'}{a:+.2f}"
-            for a, r in zip(self.mixed_advantages, self.mixed_replayed, strict=True)
-        )
-        return "\n".join(
-            [
-                f"iteration {self.iteration}, task {self.task}",
-                f"  actor's group, outcomes:  {row(self.actor_outcomes)}  (no variance: every advantage 0)",
-                f"  explorer's episodes:      {row(self.explorer_outcomes)}  ({self.admitted} to the buffer)",
-                f"  mixed group, outcomes:    {row(self.mixed_outcomes)}",
-                f"  mixed group, advantages:  {adv}  (A: the actor's own, R: replayed)",
-            ]
-        )
-
-
-def rescued_group(
-    event: Any, task: str, outcome: Callable[[Any], float], divide_by_std: bool
-) -> RescuedGroup:
-    """``task``'s group in an ``on_swap`` event; advantages as GRPO computes them on the mixed group
-    (``divide_by_std``: the run's ``cfg.algo.divide_by_std``)."""
-    data = event.data
-    offpolicy = list(data.get("offpolicy") or [t.source == "replay" for t in data["mixed"]])
-    mixed = [(t, off) for t, off in zip(data["mixed"], offpolicy, strict=True) if t.task_id == task]
-    buffered = {id(t) for t in data.get("buffer", [])}
-    explorer = [t for t in data["explorer"] if t.task_id == task]
-    outcomes = torch.tensor([outcome(t) for t, _ in mixed], dtype=torch.float64)
-    advantages = grpo_advantages(outcomes, torch.zeros(len(mixed), dtype=torch.long), use_std=divide_by_std)
-    return RescuedGroup(
-        iteration=int(event.iteration),
-        task=task,
-        actor_outcomes=[outcome(t) for t in data["actor"] if t.task_id == task],
-        explorer_outcomes=[outcome(t) for t in explorer],
-        admitted=sum(id(t) in buffered for t in explorer),
-        mixed_outcomes=outcomes.tolist(),
-        mixed_replayed=[bool(off) for _, off in mixed],
-        mixed_advantages=advantages.tolist(),
+def loop_text(loops: pd.DataFrame) -> str:
+    """What the loop table shows, in its own numbers (one paragraph)."""
+    if loops.empty:
+        return "RSPO ran no loop."
+    rises = int((loops["B_dense_after"] > loops["B_dense_before"]).sum())
+    return (
+        f"Over RSPO's {_count(len(loops), 'loop')}, B's dense return rose in {rises} "
+        f"(mean {loops['B_dense_before'].mean():.2f} → {loops['B_dense_after'].mean():.2f}); its "
+        f"collections won {100 * loops['collection_success'].mean():.0f}% of their episodes, against "
+        f"{100 * loops['B_success_before'].mean():.0f}% for B = A before its steps; reward-based "
+        f"sampling drew {int(loops['drawn'].sum())} trajectories for A, "
+        f"{100 * loops['drawn_won_share'].mean():.0f}% of them won."
     )
 
 
@@ -490,7 +606,7 @@ class PairedDifference:
     only_b: int
 
 
-def paired_difference(a: pd.DataFrame, b: pd.DataFrame, evaluation: str = FINAL) -> PairedDifference:
+def paired_difference(a: pd.DataFrame, b: pd.DataFrame, evaluation: str) -> PairedDifference:
     """``a`` − ``b`` on ``evaluation``, task by task, from two runs' ``load_episodes`` frames.
 
     Episodes pair on task and sample, as ``rspo_kit.experiments.report.task_paired_table`` pairs them
@@ -509,90 +625,166 @@ def paired_difference(a: pd.DataFrame, b: pd.DataFrame, evaluation: str = FINAL)
 
 @dataclass(frozen=True)
 class FinalSuccess:
-    """One variant's success on ``FINAL`` with its 95% Wilson interval, as the trainer reported it."""
+    """One run's success on its final sampled evaluation with its 95% Wilson interval, as the trainer
+    reported it, and what the run spent: updates of A and env steps."""
 
     success: float
     ci_low: float
     ci_high: float
     tasks: int
+    actor_updates: int = 0
+    env_steps: int = 0
 
 
-def final_success(metrics: pd.DataFrame, evaluation: str = FINAL) -> FinalSuccess:
+def final_success(metrics: pd.DataFrame, evaluation: str) -> FinalSuccess:
     """The last row's ``<evaluation>/success`` and interval (NaN where the run did not evaluate it)."""
     last = metrics.iloc[-1] if len(metrics) else pd.Series(dtype=float)
 
     def get(key: str) -> float:
-        value = last.get(f"{evaluation}/{key}", math.nan)
-        return math.nan if value is None else float(value)
+        return _num(last, f"{evaluation}/{key}")
 
     tasks = get("tasks")
-    return FinalSuccess(get("success"), get("ci_low"), get("ci_high"), 0 if math.isnan(tasks) else int(tasks))
+    updates, steps = spent(metrics)
+    return FinalSuccess(
+        get("success"), get("ci_low"), get("ci_high"), 0 if math.isnan(tasks) else int(tasks), updates, steps
+    )
+
+
+# the comparisons of the summary: (budget, a, b) for a − b, where both runs exist
+CONTRASTS = (
+    (EQUAL_UPDATES, "rspo", "plain"),
+    (EQUAL_UPDATES, "rspo", "dense_only"),
+    (EQUAL_STEPS, "rspo", PLAIN_EQUAL_STEPS),
+)
+BUDGET_RUNS = {EQUAL_UPDATES: VARIANTS, EQUAL_STEPS: ("rspo", PLAIN_EQUAL_STEPS)}
+
+
+def _difference_name(a: str, b: str) -> str:
+    return f"{a}_minus_{b}"
 
 
 @dataclass
 class Summary:
-    """The measured final differences: each variant's ``FinalSuccess`` and RSPO − each other variant."""
+    """The measured final numbers: each run's ``FinalSuccess``, and a − b task by task for each of
+    ``CONTRASTS`` whose runs both exist, keyed by (budget, a, b)."""
 
     finals: dict[str, FinalSuccess]
-    differences: dict[str, PairedDifference] = field(default_factory=dict)  # other variant -> RSPO − it
+    differences: dict[tuple[str, str, str], PairedDifference] = field(default_factory=dict)
 
     def table(self) -> pd.DataFrame:
-        """One short table in percent: a row per variant (Wilson interval over its episodes), then a
-        row per difference (t-interval over the paired tasks)."""
+        """One table per budget in one frame, in percent: a row per run (its updates of A, env steps,
+        success with its Wilson interval over its episodes), then a row per difference (t-interval
+        over the paired tasks)."""
         rows = []
-        for variant, f in self.finals.items():
-            interval = f"[{value_text(f.ci_low, 'percent')}, {value_text(f.ci_high, 'percent')}]"
-            rows.append(
-                [LABELS.get(variant, variant), value_text(f.success, "percent"), interval, f"{f.tasks}"]
-            )
-        for other, d in self.differences.items():
-            interval = f"[{value_text(d.ci_low, 'percent', True)}, {value_text(d.ci_high, 'percent', True)}]"
-            label = f"RSPO − {other}"
-            pairs = f"{d.tasks} paired; won only by RSPO / {other}: {d.only_a} / {d.only_b}"
-            rows.append([label, value_text(d.mean, "percent", True), interval, pairs])
-        return pd.DataFrame(rows, columns=["", "sampled eval success (%)", "95% interval", "tasks"])
+        for budget, runs in BUDGET_RUNS.items():
+            for run in (r for r in runs if r in self.finals):
+                f = self.finals[run]
+                interval = f"[{value_text(f.ci_low, 'percent')}, {value_text(f.ci_high, 'percent')}]"
+                rows.append(
+                    [budget, LABELS.get(run, run), f"{f.actor_updates}", f"{f.env_steps:,}",
+                     value_text(f.success, "percent"), interval, f"{f.tasks}"]
+                )  # fmt: skip
+            for (b_, a, b), d in self.differences.items():
+                if b_ != budget:
+                    continue
+                interval = (
+                    f"[{value_text(d.ci_low, 'percent', True)}, {value_text(d.ci_high, 'percent', True)}]"
+                )
+                pairs = f"{d.tasks} paired; won only by {a} / {b}: {d.only_a} / {d.only_b}"
+                label = f"{LABELS[a]} − {LABELS[b]}"
+                rows.append([budget, label, "", "", value_text(d.mean, "percent", True), interval, pairs])
+        columns = [
+            "budget",
+            "run",
+            "updates of A",
+            "env steps",
+            "sampled success (%)",
+            "95% interval",
+            "tasks",
+        ]
+        return pd.DataFrame(rows, columns=columns)
 
     def text(self) -> str:
-        """The table's conclusion in its own numbers: one line per difference."""
+        """The tables' conclusion in their own numbers: one line per difference."""
         lines = []
-        for other, d in self.differences.items():
+        for (budget, a, b), d in self.differences.items():
             if math.isnan(d.ci_low):
                 verdict = "too few paired tasks for an interval"
             elif d.ci_low > 0:
-                verdict = "the interval lies above zero: RSPO measurably ahead"
+                verdict = f"the interval lies above zero: {a} measurably ahead"
             elif d.ci_high < 0:
-                verdict = "the interval lies below zero: RSPO measurably behind"
+                verdict = f"the interval lies below zero: {a} measurably behind"
             else:
                 verdict = "the interval includes zero: no measurable difference on these tasks"
             lines.append(
-                f"- RSPO − {other}: {value_text(d.mean, 'percent', True)} points "
+                f"- {budget}: {LABELS[a]} − {LABELS[b]} = {value_text(d.mean, 'percent', True)} points "
                 f"[{value_text(d.ci_low, 'percent', True)}, {value_text(d.ci_high, 'percent', True)}] "
                 f"over {d.tasks} tasks; {verdict}."
             )
         return "\n".join(lines)
 
     def record(self) -> dict[str, Any]:
-        """The numbers to ``record``: ``<variant>_success`` and ``<variant>_ci`` ([low, high]) per
-        variant, ``rspo_minus_<other>`` and ``rspo_minus_<other>_ci`` per difference."""
-        out: dict[str, Any] = {}
-        for variant, f in self.finals.items():
-            out[f"{variant}_success"], out[f"{variant}_ci"] = f.success, [f.ci_low, f.ci_high]
-        for other, d in self.differences.items():
-            out[f"rspo_minus_{other}"], out[f"rspo_minus_{other}_ci"] = d.mean, [d.ci_low, d.ci_high]
-            out[f"rspo_minus_{other}_tasks"] = d.tasks
+        """The numbers to ``record``: ``<run>_success`` and ``<run>_ci`` ([low, high]) per run,
+        ``actor_updates`` and ``env_steps`` (run -> count), and per difference ``<a>_minus_<b>``,
+        ``<a>_minus_<b>_ci`` and ``<a>_minus_<b>_tasks``."""
+        out: dict[str, Any] = {"actor_updates": {}, "env_steps": {}}
+        for run, f in self.finals.items():
+            out[f"{run}_success"], out[f"{run}_ci"] = f.success, [f.ci_low, f.ci_high]
+            out["actor_updates"][run], out["env_steps"][run] = f.actor_updates, f.env_steps
+        for (_, a, b), d in self.differences.items():
+            name = _difference_name(a, b)
+            out[name], out[f"{name}_ci"], out[f"{name}_tasks"] = d.mean, [d.ci_low, d.ci_high], d.tasks
         return out
 
 
-def summarize(run_dirs: Mapping[str, str | Path], metrics: Mapping[str, pd.DataFrame]) -> Summary:
-    """``Summary`` of the runs: each variant's final sampled success from its metrics, and RSPO minus
-    every other variant task by task from the runs' final episodes (``final_episodes.parquet``)."""
-    finals = {v: final_success(m) for v, m in metrics.items()}
-    differences = {}
-    if "rspo" in run_dirs:
-        rspo = load_episodes(run_dirs["rspo"])
-        for other in (v for v in run_dirs if v != "rspo"):
-            differences[other] = paired_difference(rspo, load_episodes(run_dirs[other]))
+def summarize(
+    run_dirs: Mapping[str, str | Path], metrics: Mapping[str, pd.DataFrame], evaluation: str
+) -> Summary:
+    """``Summary`` of the runs: each run's final sampled success on ``evaluation`` from its metrics,
+    and each of ``CONTRASTS`` task by task from the runs' final episodes (``final_episodes.parquet``)."""
+    finals = {run: final_success(m, evaluation) for run, m in metrics.items()}
+    episodes: dict[str, pd.DataFrame] = {}
+
+    def of(run: str) -> pd.DataFrame:
+        if run not in episodes:
+            episodes[run] = load_episodes(run_dirs[run])
+        return episodes[run]
+
+    differences = {
+        (budget, a, b): paired_difference(of(a), of(b), evaluation)
+        for budget, a, b in CONTRASTS
+        if a in run_dirs and b in run_dirs
+    }
     return Summary(finals, differences)
+
+
+def results_table(results: Mapping[str, Any]) -> str:
+    """Both budgets' comparisons from what the notebook recorded (``Summary.record``'s keys), as the
+    text ``make demo`` prints at its end: per budget each run's updates of A, env steps and sampled
+    success, then each difference with its interval."""
+    lines = []
+    for budget, runs in BUDGET_RUNS.items():
+        present = [r for r in runs if f"{r}_success" in results]
+        if not present:
+            continue
+        lines.append(f"{budget}:")
+        for run in present:
+            low, high = results.get(f"{run}_ci") or (None, None)
+            lines.append(
+                f"  {LABELS.get(run, run):<40} {results['actor_updates'][run]:>4} updates of A "
+                f"{results['env_steps'][run]:>8,} env steps  {value_text(results[f'{run}_success'], 'percent'):>5}% "
+                f"[{value_text(low, 'percent')}, {value_text(high, 'percent')}]"
+            )
+        for b_, a, b in CONTRASTS:
+            name = _difference_name(a, b)
+            if b_ == budget and name in results:
+                low, high = results.get(f"{name}_ci") or (None, None)
+                lines.append(
+                    f"  {LABELS[a] + ' − ' + LABELS[b]:<72} {value_text(results[name], 'percent', True):>6} "
+                    f"[{value_text(low, 'percent', True)}, {value_text(high, 'percent', True)}] over "
+                    f"{results.get(f'{name}_tasks')} paired tasks"
+                )
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------- headless run
@@ -647,9 +839,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     from rspo_kit.experiments import results
+    from rspo_kit.records import read_results
 
     run_headless(args.output, {name: _value(value) for name, value in args.p}, stream=sys.stdout)
     print(f"executed notebook: {args.output}")
+    print(results_table(read_results(args.output)))
     return results.main([args.output])
 
 
