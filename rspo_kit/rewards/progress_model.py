@@ -616,13 +616,13 @@ def committed_progress_model(env: str) -> Path | None:
     return folder if (folder / META_FILE).is_file() else None
 
 
-def default_process_reward(env: str, swap_mode: str, misalign_eps: float = 0.0) -> str:
+def auto_process_reward(env: str, swap_mode: str, misalign_eps: float = 0.0) -> str:
     """The dense reward a run gets when ``reward.process`` is ``"auto"``: under the paper's loop
     (``swap.mode = "rspo"``) its own dense reward, the progress model, wherever weights for ``env`` are
     committed; otherwise, and wherever a misalignment knob is set (it mixes a hack into a hand-written
     reward, the teaching case for hacking), the env's hand-written ``subgoal`` reward.
 
-    >>> default_process_reward("alfworld", "off"), default_process_reward("my-env", "rspo")
+    >>> auto_process_reward("alfworld", "off"), auto_process_reward("my-env", "rspo")
     ('subgoal', 'subgoal')
     """
     if swap_mode == "rspo" and not misalign_eps and committed_progress_model(env) is not None:
@@ -780,6 +780,44 @@ def format_report(report: dict, training_data: dict, fit: dict) -> str:
     return "\n".join(lines)
 
 
+def hacking_curve(run_dirs: Sequence[str | Path]) -> pd.DataFrame:
+    """The paper's Figure 3 axes for runs that trained on a dense reward alone: per run and iteration
+    (``update`` i: the rollout A sampled before its i-th update), the rollout's success and mean dense
+    return (``rollout/success``, ``rollout/process_return``) and the env steps spent so far."""
+    from rspo_kit.records import load_metrics
+
+    frames = []
+    for run in run_dirs:
+        m = load_metrics(Path(run)).dropna(subset=["rollout/success"])
+        frames.append(
+            pd.DataFrame(
+                {
+                    "run": Path(run).name,
+                    "update": m["iteration"].astype(int),
+                    "success": m["rollout/success"],
+                    "dense_return": m["rollout/process_return"],
+                    "env_steps": m["rollout/cumulative_env_steps"],
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def _curve(args: argparse.Namespace) -> None:
+    """``runs.csv`` (every run's curve) and ``curve.csv`` (the mean over runs per update) in ``--out``."""
+    runs = hacking_curve(args.runs)
+    mean = runs.groupby("update", as_index=False).agg(
+        runs=("run", "nunique"),
+        success=("success", "mean"),
+        dense_return=("dense_return", "mean"),
+        env_steps=("env_steps", "mean"),
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    runs.round(5).to_csv(args.out / "runs.csv", index=False)
+    mean.round(5).to_csv(args.out / "curve.csv", index=False)
+    print(mean.round(3).to_string(index=False))
+
+
 def _report(args: argparse.Namespace) -> None:
     path = Path(args.folder) / META_FILE
     meta = read_json(path)
@@ -828,9 +866,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     report = commands.add_parser("report", help="print the fit report of a saved progress model")
     report.add_argument("folder")
     report.add_argument("--json", action="store_true")
+    curve = commands.add_parser(
+        "curve", help="success and dense return per update of runs trained on a dense reward alone"
+    )
+    curve.add_argument("runs", nargs="+", help="run directories")
+    curve.add_argument("--out", required=True, type=Path)
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded with the weights it writes
-    _train(args) if args.command == "train" else _report(args)
+    {"train": _train, "report": _report, "curve": _curve}[args.command](args)
 
 
 if __name__ == "__main__":
