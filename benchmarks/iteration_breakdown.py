@@ -11,7 +11,9 @@ same work per iteration; the trainer's ``perf/*`` timings split each iteration i
 - bookkeeping: everything else (rewards, advantages, the swap, records), the iteration's remainder.
 
 Medians over the measured iterations; RSPO's cost is the ratio of its medians to its base algorithm's
-at equal iterations, and per 1,000 env steps (RSPO's explorer adds env steps).
+at equal iterations, and per 1,000 env steps (RSPO's explorer adds env steps). An iteration of RSPO
+(or its control) is one loop of the paper's Algorithm 1: k = swap.loop_steps updates of A (and of B),
+so per iteration it does k times plain's updates; per 1,000 env steps is the comparable figure.
 
     .venv/bin/python benchmarks/iteration_breakdown.py [--algos grpo gigpo ppo] [--env alfworld]
 """
@@ -49,7 +51,9 @@ class TokenCounter:
 
     def on_update_end(self, event) -> None:
         row = self.rows.setdefault(event.iteration, {"rollout_tokens": 0, "update_tokens": 0})
-        row["update_tokens"] += self._tokens(event.data["batch"].trajs)
+        # the paper's loop: one event per loop, with A's k batches
+        for batch in event.data.get("batches", [event.data["batch"]]):
+            row["update_tokens"] += self._tokens(batch.trajs)
 
 
 def _num(value) -> float:
@@ -61,12 +65,28 @@ def _num(value) -> float:
     return 0.0 if math.isnan(x) else x
 
 
-def breakdown(row: dict, explorer_updates: int) -> dict[str, float]:
-    """Seconds per part of one iteration's metrics row (see the module docstring)."""
+def breakdown(row: dict, explorer_updates: int, actor_updates: int = 1) -> dict[str, float]:
+    """Seconds per part of one iteration's metrics row (see the module docstring).
+
+    ``explorer_updates`` and ``actor_updates``: the iteration's updates of B and of A (the paper's loop:
+    k of each, its row holding each update's mean parts and each role's rollouts and updates timed whole).
+    """
 
     def g(key: str) -> float:
         return _num(row.get(key))
 
+    if "perf/actor_update_s" in row:  # the paper's loop (swap.mode rspo, control)
+        roles = ("actor_rollout", "explorer_rollout", "collection_rollout")
+        book = actor_updates * sum(g(f"perf/update_{p}_s") for p in ("flatten", "advantages"))
+        book += explorer_updates * sum(g(f"perf/explorer_update_{p}_s") for p in ("flatten", "advantages"))
+        parts = {
+            "generation": sum(g(f"perf/{r}_model_s") for r in roles),
+            "env": sum(g(f"perf/{r}_env_s") for r in roles),
+            "prompts": sum(g(f"perf/{r}_prompt_s") for r in roles),
+            "update": max(0.0, g("perf/actor_update_s") + g("perf/explorer_update_s") - book),
+        }
+        parts["bookkeeping"] = max(0.0, g("perf/iteration_s") - g("perf/eval_s") - sum(parts.values()))
+        return parts
     roles = ("rollout", "explorer_rollout")
     explorer_book = explorer_updates * sum(
         g(f"perf/explorer_update_{p}_s") for p in ("flatten", "advantages")
@@ -118,6 +138,11 @@ def run_cell(args) -> dict:
         result = trainer.run()
         wall = time.perf_counter() - t0
     rows = [r for r in result.metrics.to_dict("records") if r["iteration"] > args.warmup]
+    s = cfg.swap
+    if s.paper_loop:  # k updates of A a loop, and of B under rspo (the control's B takes none)
+        actor_updates, explorer_updates = s.loop_steps, s.loop_steps if s.mode == "rspo" else 0
+    else:
+        actor_updates, explorer_updates = 1, s.explorer_updates if s.enabled else 0
     out = []
     for r in rows:
         k = int(r["iteration"])
@@ -125,8 +150,9 @@ def run_cell(args) -> dict:
             {
                 "iteration_s": _num(r["perf/iteration_s"]) - _num(r.get("perf/eval_s")),
                 "env_steps": _num(r.get("rollout/env_steps")) + _num(r.get("explorer_rollout/env_steps")),
-                **breakdown(r, cfg.swap.explorer_updates if cfg.swap.enabled else 0),
-                "actor_minibatch": _num(r.get("perf/update_minibatch_s")) / cfg.algo.epochs,
+                **breakdown(r, explorer_updates, actor_updates),
+                # A's minibatch passes of the iteration (the loop's row holds one update's mean)
+                "actor_minibatch": actor_updates * _num(r.get("perf/update_minibatch_s")) / cfg.algo.epochs,
                 **counter.rows.get(k, {}),
             }
         )

@@ -177,8 +177,13 @@ def test_only_variants_that_train_on_a_process_reward_need_one():
         return process_reward_use(preset("smoke", env="attic", swap=swap, **overrides))
 
     assert use("plain") is None and use("control") is None
-    assert use("rspo", swap__explorer_updates=0) is None  # an explorer without dense updates
-    assert "explorer" in use("rspo") and "'process'" in use("process") and "'mix'" in use("mix")
+    # an explorer that takes no dense step: RSPO_O (B on the outcome), RSPO_H (no explorer), and the
+    # earlier design's control (group_mixing with no explorer update)
+    assert use("rspo", swap__explorer_reward="outcome") is None
+    assert use("rspo", swap__replay_source="actor_history") is None
+    assert use("group_mixing", swap__explorer_updates=0) is None
+    assert "explorer" in use("rspo") and "explorer" in use("group_mixing")
+    assert "'process'" in use("process") and "'mix'" in use("mix")
 
 
 def _no_warm_start(*args, **kwargs):
@@ -232,7 +237,9 @@ def test_plain_and_rspo_train_on_a_user_env(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # the configured reward exists: no fallback
         result = train(rspo)
-    assert any(c.startswith("explorer/") for c in result.metrics) and "swap/rescued_groups" in result.metrics
+    m = result.metrics
+    assert any(c.startswith("explorer/") for c in m) and m["budget/explorer_updates"].iloc[-1] > 0
+    assert "swap/collect_success" in m and "swap/drawn_outcome_mean" in m  # the paper's loop ran
 
 
 # --------------------------------------------------------------------------- env.module in configs

@@ -170,12 +170,17 @@ def test_the_opt_in_smollm2_preset_says_how_to_install_it(monkeypatch, tmp_path,
         models.convert_gguf("smollm2-135m")
 
 
-def test_the_control_refuses_a_trained_explorer(runs, capsys):
-    """A grid-wide ``swap.explorer_updates`` must not quietly turn the control (B = A) into RSPO."""
-    assert cli.main(["--swap", "control", "swap.explorer_updates=2"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "swap.explorer_updates = 2" in err and "control" in err and runs == []
-    assert cli.main(["--swap", "rspo", "swap.explorer_updates=2"]) == 0
+def test_a_loop_whose_actor_batch_replays_nothing_is_refused_in_one_line(runs, capsys):
+    """A grid-wide ``swap.offpolicy_share`` too small for A's batch must not quietly run the paper's loop
+    (the control's or RSPO's) without a replayed trajectory: round(α·B·N) = round(0.005·8·8) = 0."""
+    for variant in ("control", "rspo"):
+        assert cli.main(["--swap", variant, "swap.offpolicy_share=0.005"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "swap.offpolicy_share = 0.005" in err and "round(α·B·N) = 0" in err
+    assert runs == []
+    assert cli.main(["--swap", "control", "swap.offpolicy_share=0.25"]) == 0  # 16 replayed: it runs
+    (cfg,) = runs
+    assert (cfg.swap.mode, cfg.replayed_per_update) == ("control", 16)
 
 
 def test_evaluate_reports_a_damaged_policy_folder_in_one_line(tmp_path, capsys):

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from rspo_kit.train import preset
-from rspo_kit.train.config import PolicyConfig, RunConfig, SwapConfig
+from rspo_kit.train.config import PolicyConfig, RunConfig, SwapConfig, process_reward_use
 
 LEFT_OUT = ("look_at_obj_in_light", "pick_two_obj_and_place")
 
@@ -391,7 +391,10 @@ def test_the_hard_preset_is_the_alfworld_protocol_with_two_kinds_left_out_of_its
     }
     assert differ <= {"sft_exclude_kinds", "warmstart_from"}
     assert hard.swap.sync_every == SwapConfig().sync_every  # the config default: the regime map sets it
-    assert preset("alfworld-hard", swap="control").swap.explorer_updates == 0
+    assert hard.swap.loop_steps == SwapConfig().loop_steps  # the paper's loop at its default k
+    control = preset("alfworld-hard", swap="control")
+    # the control is the paper's loop with no explorer steps (B = A): no dense reward is used anywhere
+    assert control.swap.mode == "control" and process_reward_use(control) is None
 
 
 def test_the_hard_preset_starts_from_its_committed_warm_start_which_never_wins_the_kinds_left_out():

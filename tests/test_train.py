@@ -55,27 +55,52 @@ def _smoke(env: str, algo: str, swap, tmp_path: Path, **overrides) -> RunConfig:
 # ------------------------------------------------------------------------------------------ config
 def test_presets_name_the_variants():
     assert preset("tiny").swap.mode == "off"
-    explorer = preset("tiny", swap=True).swap
-    assert (explorer.sync_every, explorer.explorer_temperature) == (
-        1,
-        None,
-    )  # B re-synced, at A's temperature
     assert preset("tiny").policy.choice_score == "sum"
     rspo = preset("tiny", swap=True)
-    assert (rspo.swap.mode, rspo.reward.train_on, rspo.swap.explorer_updates) == ("rspo", "outcome", 1)
+    assert (rspo.swap.mode, rspo.reward.train_on, rspo.swap.paper_loop) == ("rspo", "outcome", True)
     control = preset("tiny", swap="control")
-    assert (control.swap.mode, control.swap.explorer_updates) == ("control", 0)
+    assert (control.swap.mode, control.swap.paper_loop) == ("control", True)
     assert preset("tiny", swap="process").reward.train_on == "process"
     assert preset("tiny", swap="mix").reward.train_on == "mix"
-    # defaults of DESIGN.md section 1
+    # the paper's Algorithm 1: k = 3, α = 1/8, reward-based sampling, GePPO's shifted clip, D reset each loop
     s = rspo.swap
-    assert (s.replay_filter, s.replay_ratio, s.offpolicy_weight, s.is_clip, s.sync_every) == (
+    assert (s.loop_steps, s.offpolicy_share, s.sampling, s.offpolicy_clip, s.buffer) == (
+        3,
+        0.125,
+        "reward",
+        "shifted",
+        "loop",
+    )
+    assert (s.explorer_reward, s.replay_source, s.offpolicy_weighting, s.explorer_temperature) == (
+        "dense",
+        "explorer",
+        "explicit",
+        None,
+    )
+    # the earlier design, as its studies ran: B re-synced every iteration, truncated IS weights
+    g = preset("tiny", swap="group_mixing").swap
+    assert (g.mode, g.paper_loop, g.sync_every, g.explorer_updates) == ("group_mixing", False, 1, 1)
+    assert (g.replay_filter, g.replay_ratio, g.offpolicy_clip, g.is_clip) == (
         "success",
         0.25,
         "truncated_is",
         2.0,
+    )
+
+
+def test_a_config_of_the_earlier_design_reads_as_group_mixing():
+    old = preset("tiny", swap=True).to_dict()
+    for key in ("loop_steps", "offpolicy_clip"):
+        old["swap"].pop(key)
+    old["swap"]["offpolicy_weight"] = "truncated_is"
+    cfg = RunConfig.from_dict(old)
+    assert (cfg.swap.mode, cfg.swap.offpolicy_clip, cfg.swap.explorer_updates) == (
+        "group_mixing",
+        "truncated_is",
         1,
     )
+    old["swap"]["mode"] = "control"
+    assert RunConfig.from_dict(old).swap.explorer_updates == 0  # its control: B = A
 
 
 @pytest.mark.parametrize(
@@ -106,10 +131,13 @@ def test_presets_name_the_variants():
             lambda: preset("tiny", policy__choice_score="mean"),  # tiny warm-starts by SFT on summed scores
             ["policy.choice_score = 'mean'", "policy.warmstart = True", "'sum'", "policy.warmstart = false"],
         ),
-        # a persistent explorer does not make the control's dense training acceptable
         (
-            lambda: preset("tiny", swap="control", swap__sync_every=0, swap__explorer_updates=2),
-            ["swap.explorer_updates = 2", "swap.mode = 'control'"],
+            lambda: preset("tiny", swap=True, swap__sampling="best"),
+            ["SwapConfig.sampling", "'best'", "'reward', 'variance', 'random'"],
+        ),
+        (
+            lambda: preset("tiny", swap=True, swap__offpolicy_share=1.0),
+            ["SwapConfig.offpolicy_share", "1.0", "in [0, 1)"],
         ),
     ],
 )
@@ -133,9 +161,10 @@ def test_overrides_coerce_and_configs_round_trip():
 
 
 def test_the_explorer_lr_follows_the_actor_lr_unless_set():
-    assert preset("tiny", swap=True).explorer_lr == 5e-5  # half the preset's 1e-4
-    assert preset("tiny", swap=True, algo__lr=3e-4).explorer_lr == 1.5e-4  # follows an lr override
-    assert preset("gpu", swap=True).explorer_lr == 5e-7
+    assert preset("tiny", swap=True).explorer_lr == 1e-4  # the paper's loop: X's own lr for B
+    assert preset("tiny", swap=True, algo__lr=3e-4).explorer_lr == 3e-4  # follows an lr override
+    assert preset("gpu", swap=True).explorer_lr == 1e-6
+    assert preset("tiny", swap="group_mixing").explorer_lr == 5e-5  # the earlier design: half
     pinned = preset("tiny", swap=True, algo__lr=3e-4, swap__explorer_lr="2e-4")
     assert pinned.explorer_lr == 2e-4
     with pytest.raises(ValueError, match=r"SwapConfig\.explorer_lr"):
@@ -143,7 +172,7 @@ def test_the_explorer_lr_follows_the_actor_lr_unless_set():
 
 
 # ------------------------------------------------------------------------------- end to end (lock)
-@pytest.mark.parametrize("swap", ["plain", "rspo", "control", "process", "mix"])
+@pytest.mark.parametrize("swap", ["plain", "rspo", "control", "process", "mix", "group_mixing"])
 @pytest.mark.parametrize("algo", ALGOS)
 def test_every_algorithm_and_variant_learns_on_the_lock(algo, swap, tmp_path):
     cfg = _smoke("dial", algo, swap, tmp_path, swap__replay_filter="all", algo__group_size=4)
@@ -153,7 +182,7 @@ def test_every_algorithm_and_variant_learns_on_the_lock(algo, swap, tmp_path):
     class Count:
         def on_update_end(self, event):
             seen["on_update_end"] += 1
-            batches.append(event.data["batch"])
+            batches.append(event.data.get("batches", [event.data["batch"]]))
 
         def __getattr__(self, name):
             if name not in seen:
@@ -178,7 +207,19 @@ def test_every_algorithm_and_variant_learns_on_the_lock(algo, swap, tmp_path):
     assert all(math.isfinite(v) for k, v in last.items() if k.startswith("loss/"))
     assert _changed(actor0, _params(trainer, "actor")), "the actor's update left its parameters unchanged"
     assert seen["on_update_end"] == 2 and seen["on_eval"] == 3 and seen["on_checkpoint"] == 2
-    if swap in ("rspo", "control"):
+    k = cfg.swap.loop_steps
+    if swap in ("rspo", "control"):  # the paper's loop: k updates of A (and of B under rspo) a loop
+        for key in (
+            "swap/collect_success",
+            "swap/buffer_size",
+            "swap/drawn_outcome_mean",
+            "offpolicy/clip_frac",
+        ):
+            assert key in m, key
+        b_steps = k if swap == "rspo" else 0
+        assert (last["budget/actor_updates"], last["budget/explorer_updates"]) == (2 * k, 2 * b_steps)
+        assert seen["on_swap"] == 2 and seen["on_rollout_end"] == 2 * (b_steps + 1 + k)
+    if swap == "group_mixing":
         for key in (
             "swap/rescued_groups",
             "swap/replay_success_rate",
@@ -187,26 +228,40 @@ def test_every_algorithm_and_variant_learns_on_the_lock(algo, swap, tmp_path):
         ):
             assert key in m, key
         assert seen["on_swap"] == 2 and seen["on_rollout_end"] == 4
+    if not cfg.swap.paper_loop:  # one update of A an iteration; group_mixing's B one dense update too
+        explorer_updates = 2 * cfg.swap.explorer_updates if swap == "group_mixing" else 0
+        assert (last["budget/actor_updates"], last["budget/explorer_updates"]) == (2, explorer_updates)
+    if swap in ("rspo", "control", "group_mixing"):
         # env steps count both policies' rollouts: RSPO must win at equal budget, not equal iterations
         assert (
             last["rollout/cumulative_env_steps"]
+            == last["budget/env_steps"]
             == m["rollout/env_steps"].sum() + m["explorer_rollout/env_steps"].sum()
         )
     if algo == "ppo":
         assert math.isfinite(last["loss/value"])
-    # the turn table holds the advantages the actor's update used, PPO's (over its critic) included
+    # the turn table holds the advantages the actor's updates used, PPO's (over its critic) included
     table = pd.read_parquet(Path(cfg.train.run_dir) / "turns" / "iter_00002.parquet")
-    batch = batches[-1]
-    assert batch.advantages_cfg == cfg.algo
-    assert len(batch.advantages) == sum(len(t.steps) for t in batch.trajs)
-    actor = table[table["role"] != "explorer"]
-    assert actor["advantage"].tolist() == pytest.approx(batch.advantages.tolist())
+    updated = batches[-1]  # the last iteration's batches of A: k under the paper's loop, else one
+    assert len(updated) == (k if cfg.swap.paper_loop else 1)
+    for batch in updated:
+        assert batch.advantages_cfg == cfg.algo
+        assert len(batch.advantages) == sum(len(t.steps) for t in batch.trajs)
+    actor = table[table["role"].isin(["actor", "replay"])]
+    used = torch.cat([b.advantages for b in updated])
+    assert actor["advantage"].tolist() == pytest.approx(used.tolist())
     assert actor["advantage"].abs().sum() > 0
-    if algo == "ppo":  # whitened GAE: not the critic-free returns-to-go a viewer could recompute
+    if algo == "ppo":  # GAE whitened over each batch: not the returns-to-go a viewer could recompute
+        for batch in updated:
+            assert float(batch.advantages.mean()) == pytest.approx(0.0, abs=1e-5)
         assert actor["advantage"].mean() == pytest.approx(0.0, abs=1e-5)
     else:  # the critic-free estimators: the viewers' recomputation is the same
-        assert batch.advantages.tolist() == pytest.approx(batch_advantages(batch, cfg.algo).step.tolist())
-    assert table[table["role"] == "explorer"]["advantage"].isna().all()
+        for batch in updated:
+            assert batch.advantages.tolist() == pytest.approx(batch_advantages(batch, cfg.algo).step.tolist())
+    if swap == "group_mixing":  # its explorer's fresh rollout carries no advantage yet
+        assert table[table["role"] == "explorer"]["advantage"].isna().all()
+    if swap == "rspo":  # B's dense batches carry the advantages of B's updates
+        assert table[table["role"] == "explorer"]["advantage"].notna().all()
 
 
 # ----------------------------------------------------------------------------- the real envs
@@ -214,7 +269,8 @@ def test_every_algorithm_and_variant_learns_on_the_lock(algo, swap, tmp_path):
 @pytest.mark.parametrize("algo", ALGOS)
 @pytest.mark.parametrize("env", ["alfworld", "webshop"])
 def test_one_iteration_on_each_real_env(env, algo, swap, tmp_path):
-    cfg = _smoke(env, algo, swap, tmp_path)
+    # one loop of k = 1 (B's dense step, its collection, A's step): the real envs' rollouts are the cost
+    cfg = _smoke(env, algo, swap, tmp_path, swap__loop_steps=1)
     cfg.train.iterations, cfg.train.eval_n = 1, 1
     trainer = _trainer(cfg)
     actor0, explorer0 = _params(trainer, "actor"), _params(trainer, "explorer")
@@ -224,38 +280,49 @@ def test_one_iteration_on_each_real_env(env, algo, swap, tmp_path):
     signal_actor = m["adv/abs_mean"] > 0
     assert _changed(actor0, _params(trainer, "actor")) == bool(signal_actor)
     if swap == "rspo":
-        assert "swap/explorer_success" in m and m["explorer_rollout/env_steps"] > 0
+        assert "swap/collect_success" in m and m["explorer_rollout/env_steps"] > 0
+        assert (m["budget/actor_updates"], m["budget/explorer_updates"]) == (1, 1)
+        assert m["budget/env_steps"] == m["budget/env_steps_actor"] + m["budget/env_steps_explorer"]
         if trainer.pair.lora is False:
             assert _changed(explorer0, _params(trainer, "explorer")) == bool(m["explorer/adv/abs_mean"] > 0)
 
 
 # --------------------------------------------------------------------------- the swap's promise
 def test_process_rewards_never_reach_the_actor_but_drive_the_explorer(tmp_path):
-    """Under RSPO with a misaligned process reward, the actor's gradient equals the outcome gradient."""
-    cfg = _smoke("dial", "gigpo", True, tmp_path, reward__misalign_eps=1.0, swap__replay_filter="all")
+    """Under RSPO with a misaligned process reward, the actor's gradient equals the outcome gradient: its
+    batch's rewards and the stored advantages of its replayed trajectories are the outcome's alone."""
+    cfg = _smoke("dial", "gigpo", True, tmp_path, reward__misalign_eps=1.0)
     cfg.train.iterations = 1
     captured = {}
 
     class Capture:
         def on_update_end(self, event):
-            captured["batch"] = event.data["batch"]
+            captured.update(event.data)
 
     trainer = _trainer(cfg, callbacks=[Capture()])
     trainer.run()
-    batch = captured["batch"]
-    assert any(batch.offpolicy), "the mixed group should hold replayed explorer trajectories"
-    actor = trainer._learner("actor")
+    batch, record = captured["batch"], captured["record"]
+    assert any(batch.offpolicy), "A's batch should hold replayed explorer trajectories"
     # the same trajectories scored by outcome under a different (aligned) process reward
     aligned = RewardModel.build("dial", process="subgoal", misalign_eps=0.0)
-    outcome_batch = UpdateBatch(batch.trajs, aligned.batch_rewards(batch.trajs, "outcome"), batch.offpolicy)
+    # A_off, stored at the collection, is X's advantage within B's collection groups under the outcome
+    collected = [e.traj for e in record.collection]
+    recomputed = batch_advantages(UpdateBatch(collected, aligned.batch_rewards(collected, "outcome")), cfg.algo)
+    stored = [a for e in record.collection for a in e.advantages]
+    assert stored == pytest.approx(recomputed.step.tolist())
+    outcome_batch = UpdateBatch(
+        batch.trajs, aligned.batch_rewards(batch.trajs, "outcome"), batch.offpolicy, batch.stored_advantages
+    )
+    actor = trainer._learner("actor")
     g_rspo = policy_gradient(actor, batch, cfg.algo, cfg.swap)
     g_outcome = policy_gradient(actor, outcome_batch, cfg.algo, cfg.swap)
     assert all((a is None and b is None) or torch.equal(a, b) for a, b in zip(g_rspo, g_outcome, strict=True))
     assert any(g is not None and g.abs().sum() > 0 for g in g_rspo)
-    # the explorer's objective does see the process reward: misaligned vs aligned differ
+    # the explorer's objective does see the process reward: misaligned vs aligned differ on its dense batch
     explorer = trainer._learner("explorer")
-    trajs = batch.trajs
+    trajs = record.explorer[-1].trajs
     misaligned = trainer.rewards.batch_rewards(trajs, "process")
+    assert record.explorer[-1].rewards == misaligned  # what B's last dense step trained on
     assert misaligned != aligned.batch_rewards(trajs, "process")
     g_hack = policy_gradient(explorer, UpdateBatch(trajs, misaligned), cfg.algo)
     g_good = policy_gradient(explorer, UpdateBatch(trajs, aligned.batch_rewards(trajs, "process")), cfg.algo)
@@ -282,7 +349,8 @@ def _params_of(module) -> list[torch.Tensor]:
 
 # ------------------------------------------------------------------- micro-batched minibatches
 def _captured_batch(tmp_path, algo):
-    cfg = _smoke("dial", algo, True, tmp_path, swap__replay_filter="all")
+    """The last batch of A's first loop: on-policy steps and replayed ones under the shifted clip."""
+    cfg = _smoke("dial", algo, True, tmp_path)
     cfg.train.iterations = 1
     captured = {}
 
@@ -303,15 +371,17 @@ def _grads(learner) -> list[torch.Tensor | None]:
 def test_microbatched_backward_accumulates_the_one_pass_gradient(algo, tmp_path):
     """Passes of 3 steps give the gradient of the whole minibatch in one pass (``policy_gradient``)."""
     cfg, actor, batch = _captured_batch(tmp_path, algo)
-    assert any(batch.offpolicy), "the minibatch should hold replayed (importance-weighted) steps"
+    assert any(batch.offpolicy), "the minibatch should hold replayed (off-policy) steps"
     temperature = cfg.policy.temperature
     reference = policy_gradient(actor, batch, cfg.algo, cfg.swap, temperature)
     flat = flatten(batch)
     assert len(flat.steps) > 6, "needs several passes"
     cfg.algo.microbatch_steps = 3
     _, adv, units = _prepare(actor, flat, cfg.algo, cfg.swap, temperature)
+    # the replayed steps' clip windows are GePPO's, centred off 1
+    assert any(bool((c != 1).any()) for c, off in zip(units.center, flat.offpolicy, strict=True) if off)
     _, order, hidden = _backward(
-        actor, flat, adv, list(range(len(flat.steps))), *units, cfg.algo, temperature, None
+        actor, flat, adv, list(range(len(flat.steps))), units, cfg.algo, temperature, None
     )
     assert sorted(order) == list(range(len(flat.steps)))
     assert (hidden is not None) == (algo == "ppo") and (hidden is None or len(hidden) == len(order))
@@ -339,7 +409,7 @@ def test_microbatch_size_changes_neither_gradient_nor_metrics(tmp_path):
     results = []
     for size in (len(sel), 4, 1):
         cfg.algo.microbatch_steps = size
-        metrics, _, _ = _backward(actor, flat, adv, sel, *units, cfg.algo, 1.0, lambda: nullcontext(ref))
+        metrics, _, _ = _backward(actor, flat, adv, sel, units, cfg.algo, 1.0, lambda: nullcontext(ref))
         results.append((metrics, _grads(actor)))
     (m_one, g_one), *others = results
     assert m_one["loss/kl_ref"] > 0 and m_one["loss/entropy"] > 0
@@ -388,7 +458,7 @@ sys.path.insert(0, {tests!r})
 from lock_env import register_lock
 register_lock()
 from rspo_kit.train import preset, train
-cfg = preset("smoke", env="dial", algo="gigpo", swap=True, seed=3, swap__replay_filter="all")
+cfg = preset("smoke", env="dial", algo="gigpo", swap=True, seed=3)
 cfg.train.iterations, cfg.train.threads, cfg.train.run_dir = 5, 1, sys.argv[1]
 if len(sys.argv) > 2:
     train(resume=sys.argv[1])
@@ -452,7 +522,8 @@ def test_a_run_dir_with_a_checkpoint_of_the_same_run_is_continued(tmp_path):
         resumable(other)
     # a run stored with an explicit explorer lr equal to what None means now is the same run
     stored = json.loads((run_dir / "config.json").read_text())
-    stored["swap"]["explorer_lr"] = longer.algo.lr / 2
+    stored["swap"]["explorer_lr"] = longer.explorer_lr  # plain: algo.lr, as for the paper's loop
+    assert longer.swap.explorer_lr is None and longer.explorer_lr == longer.algo.lr
     (run_dir / "config.json").write_text(json.dumps(stored))
     assert resumable(longer) == run_dir
     faster = _smoke("dial", "grpo", "plain", tmp_path, train__iterations=3, swap__explorer_lr=1e-2)
@@ -620,18 +691,37 @@ def test_unknown_evaluation_splits_fail_before_training(tmp_path):
         train(cfg)
 
 
-def test_iteration_time_is_split_into_parts(tmp_path):
+@pytest.mark.parametrize("swap", ["rspo", "group_mixing"])
+def test_iteration_time_is_split_into_parts(swap, tmp_path):
     """The perf/* parts the benchmark reads exist and fit inside the iteration's wall time."""
-    m = train(_smoke("dial", "gigpo", "rspo", tmp_path, train__iterations=1)).metrics.iloc[-1]
-    parts = [
-        f"perf/{role}_{part}_s"
-        for role in ("rollout", "explorer_rollout")
-        for part in ("prompt", "model", "env")
-    ]
-    parts += ["perf/update_prepass_s", "perf/update_advantages_s", "perf/update_minibatch_s"]
-    parts += ["perf/explorer_update_s", "perf/swap_s", "perf/tables_s", "perf/eval_s"]
-    assert all(m[p] >= 0 for p in parts), m[parts]
-    assert sum(m[p] for p in parts) <= m["perf/iteration_s"]
+    cfg = _smoke("dial", "gigpo", swap, tmp_path, train__iterations=1)
+    m = train(cfg).metrics.iloc[-1]
+    if swap == "group_mixing":  # one rollout of each policy, one update of each
+        parts = [
+            f"perf/{role}_{part}_s"
+            for role in ("rollout", "explorer_rollout")
+            for part in ("prompt", "model", "env")
+        ]
+        parts += ["perf/update_prepass_s", "perf/update_advantages_s", "perf/update_minibatch_s"]
+        parts += ["perf/explorer_update_s", "perf/swap_s", "perf/tables_s", "perf/eval_s"]
+        assert all(m[p] >= 0 for p in parts), m[parts]
+        assert sum(m[p] for p in parts) <= m["perf/iteration_s"]
+        return
+    # the paper's loop: each role's rollouts and updates timed whole, k updates of A and of B
+    k, roles = cfg.swap.loop_steps, ("actor", "explorer", "collection")
+    whole = [f"perf/{role}_rollout_s" for role in roles]
+    whole += ["perf/actor_update_s", "perf/explorer_update_s", "perf/tables_s", "perf/eval_s"]
+    assert all(m[p] >= 0 for p in whole), m[whole]
+    assert sum(m[p] for p in whole) <= m["perf/iteration_s"]
+    # an update's parts are the mean over the loop's updates of that role: k of them fit in its time
+    for prefix, role in (("perf/update", "actor"), ("perf/explorer_update", "explorer")):
+        inner = [f"{prefix}_{part}_s" for part in ("prepass", "advantages", "minibatch")]
+        assert all(m[p] >= 0 for p in inner) and k * sum(m[p] for p in inner) <= m[f"perf/{role}_update_s"]
+    # each role's rollouts split into prompts, model and env, as the benchmark reads them
+    for role in roles:
+        split = [f"perf/{role}_rollout_{part}_s" for part in ("prompt", "model", "env")]
+        assert all(p in m for p in split), f"the loop records no {split}"
+        assert all(m[p] >= 0 for p in split) and sum(m[p] for p in split) <= m[f"perf/{role}_rollout_s"]
 
 
 def test_tuning_on_valid_refuses_train_tasks_that_overlap_it(tmp_path):
@@ -942,8 +1032,10 @@ def test_the_explorer_samples_at_its_own_temperature_and_each_update_at_its_batc
     import rspo_kit.train.trainer as trainer_module
     from rspo_kit.policy.step_scores import score_steps
 
-    hot, cold = 3.0, 0.7
-    cfg = _smoke("dial", "grpo", True, tmp_path, swap__replay_filter="all", swap__explorer_temperature=hot)
+    hot, cold = 3.0, 0.7  # the earlier design (group_mixing): B's update on D_A, then D_B, re-synced
+    cfg = _smoke(
+        "dial", "grpo", "group_mixing", tmp_path, swap__replay_filter="all", swap__explorer_temperature=hot
+    )
     cfg.policy.temperature, cfg.swap.sync_every, cfg.train.iterations = cold, 2, 3
     trainer = _trainer(cfg)
     roles, calls, rechecked = _roles(trainer), [], []
@@ -1019,23 +1111,25 @@ def test_epsilon_mixture_is_the_softmax_mixed_with_the_uniform_as_a_loop_compute
 
 def test_an_epsilon_explorer_samples_from_the_mixture_and_keeps_its_log_probs(tmp_path):
     """With ``swap.explorer_epsilon`` B's stored behaviour log-probs are log((1 − ε)·π_B + ε/K) of the
-    candidates at B's temperature, A's stay π_A's own, and every one of B's choices has at least ε/K."""
+    candidates at B's temperature, A's stay π_A's own, and every one of B's choices has at least ε/K.
+    The paper's loop: B's dense-step rollouts and its collection both sample from the mixture."""
     from rspo_kit.policy.step_scores import score_steps
 
     eps = 0.5
     cfg = _smoke("dial", "grpo", True, tmp_path, swap__replay_filter="all", swap__explorer_epsilon=eps)
     cfg.train.iterations = 2
     trainer = _trainer(cfg)
-    checked = {"actor": 0, "explorer": 0}
+    checked = {"actor": 0, "explorer": 0, "collection": 0}
 
     class Recheck:
         def on_rollout_end(self, event):
             role = event.data["role"]
             steps = [s for t in event.data["trajectories"] for s in t.steps]
+            learner = trainer._learner("actor" if role == "actor" else "explorer")
             with torch.no_grad():
-                pure = torch.cat(score_steps(trainer._learner(role).policy, steps, 1.0).logp)
+                pure = torch.cat(score_steps(learner.policy, steps, 1.0).logp)
             stored = torch.tensor([s.logprob for s in steps])
-            if role == "explorer":
+            if role != "actor":
                 k = torch.tensor([float(len(s.candidates)) for s in steps])
                 expected = ((1 - eps) * pure.exp() + eps / k).log()
                 assert bool((stored >= (eps / k).log() - 1e-5).all())
@@ -1046,7 +1140,7 @@ def test_an_epsilon_explorer_samples_from_the_mixture_and_keeps_its_log_probs(tm
 
     trainer.callbacks.append(Recheck())
     trainer.run()
-    assert checked["actor"] > 0 and checked["explorer"] > 0
+    assert checked["actor"] > 0 and checked["explorer"] > 0 and checked["collection"] > 0
 
 
 def test_the_explorers_temperature_leaves_a_run_without_the_swap_unchanged(tmp_path):
@@ -1058,11 +1152,11 @@ def test_the_explorers_temperature_leaves_a_run_without_the_swap_unchanged(tmp_p
 
 
 def test_a_persistent_explorer_syncs_once_and_then_trains_on_its_own_rollouts(tmp_path, monkeypatch):
-    """``sync_every=0`` with two dense updates an iteration: B <- A at the first iteration only, then
-    both updates of every iteration run on B's own previous rollout."""
+    """group_mixing with ``sync_every=0`` and two dense updates an iteration: B <- A at the first
+    iteration only, then both updates of every iteration run on B's own previous rollout."""
     import rspo_kit.train.trainer as trainer_module
 
-    cfg = _smoke("dial", "grpo", True, tmp_path, swap__sync_every=0, swap__explorer_updates=2)
+    cfg = _smoke("dial", "grpo", "group_mixing", tmp_path, swap__sync_every=0, swap__explorer_updates=2)
     cfg.train.iterations = 3
     trainer = _trainer(cfg)
     roles, batches, synced = _roles(trainer), [], []
@@ -1083,7 +1177,9 @@ def test_a_persistent_explorer_syncs_once_and_then_trains_on_its_own_rollouts(tm
 
 
 def _persistent(tmp_path, iterations: int, **extra) -> RunConfig:
-    cfg = _smoke("dial", "gigpo", True, tmp_path, swap__sync_every=0, swap__explorer_temperature=2.0, **extra)
+    cfg = _smoke(
+        "dial", "gigpo", "group_mixing", tmp_path, swap__sync_every=0, swap__explorer_temperature=2.0, **extra
+    )
     cfg.train.iterations = iterations
     return cfg
 
@@ -1151,14 +1247,18 @@ def test_the_update_scores_candidates_as_the_rollout_sampled_them(choice_score, 
     from rspo_kit.train.trainer import trained_actor
 
     cfg = _smoke("dial", "grpo", True, tmp_path, policy__choice_score=choice_score, train__iterations=1)
-    captured = {}
-    trainer = _trainer(
-        cfg, callbacks=[type("C", (), {"on_update_end": lambda s, e: captured.update(e.data)})()]
-    )
+    collected = []
+
+    class Collection:
+        def on_rollout_end(self, event):
+            if event.data["role"] == "collection":
+                collected.extend(event.data["trajectories"])
+
+    trainer = _trainer(cfg, callbacks=[Collection()])
     assert {trainer.pair.policy(r).choice_score for r in ("actor", "explorer")} == {choice_score}
     trainer.run()
     assert trained_actor(cfg.train.run_dir).choice_score == choice_score
-    steps = [s for t in trainer.explorer_batch for s in t.steps]  # B has not been updated since
+    steps = [s for t in collected for s in t.steps]  # B's collection: B takes no update after it
     stored = torch.tensor([s.logprob for s in steps])
     explorer = trainer._learner("explorer").policy
     other = replace(explorer, choice_score="mean" if choice_score == "sum" else "sum")
@@ -1170,8 +1270,16 @@ def test_the_update_scores_candidates_as_the_rollout_sampled_them(choice_score, 
 
 
 def test_a_persistent_control_keeps_the_starting_policy_as_its_explorer(tmp_path):
-    """The control with ``sync_every=0``: B <- A once and no dense update, so B stays the start."""
-    cfg = _smoke("dial", "grpo", "control", tmp_path, swap__sync_every=0, swap__replay_filter="all")
+    """group_mixing's control (no dense update) with ``sync_every=0``: B <- A once, so B stays the start."""
+    cfg = _smoke(
+        "dial",
+        "grpo",
+        "group_mixing",
+        tmp_path,
+        swap__sync_every=0,
+        swap__replay_filter="all",
+        swap__explorer_updates=0,
+    )
     trainer = _trainer(cfg)
     start = _params(trainer, "actor")
     m = trainer.run().metrics

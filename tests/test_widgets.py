@@ -26,6 +26,7 @@ from rspo_kit.train.update import UpdateBatch, batch_advantages
 from rspo_widgets import (
     AdvantageHeatmap,
     EnvPlayground,
+    LoopInspector,
     MisalignmentView,
     RewardTimeline,
     SwapInspector,
@@ -58,7 +59,7 @@ class Recorder:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    """A two-iteration RSPO-GiGPO smoke run on the lock env (seconds), with a live dashboard attached."""
+    """A two-loop RSPO-GiGPO smoke run on the lock env (seconds), with a live dashboard attached."""
     cfg = preset("smoke", env="dial", algo="gigpo", swap=True, seed=0)
     cfg.train.run_dir = str(tmp_path_factory.mktemp("widgets") / "run")
     cfg.train.threads = 1
@@ -73,6 +74,26 @@ def run(tmp_path_factory):
         "dash": dashboard,
         "dir": Path(cfg.train.run_dir),
     }
+
+
+@pytest.fixture(scope="module")
+def group_mixing_run(tmp_path_factory):
+    """A two-iteration smoke run of the earlier design (group_mixing), whose swap SwapInspector draws."""
+    cfg = preset("smoke", env="dial", algo="gigpo", swap="group_mixing", seed=0)
+    cfg.train.run_dir = str(tmp_path_factory.mktemp("group_mixing") / "run")
+    cfg.train.threads = 1
+    recorder = Recorder()
+    policy, _ = initial_policy(cfg, progress_bar=False)
+    trainer = Trainer(cfg, policy, callbacks=[recorder])
+    trainer.run()
+    return {"cfg": cfg, "trainer": trainer, "rec": recorder}
+
+
+def _loop_inspector(run) -> LoopInspector:
+    """The LoopInspector of a paper-loop run's first loop (``on_update_end``'s record and batch)."""
+    data = run["rec"].of("on_update_end")[0].data
+    algo = run["cfg"].algo
+    return LoopInspector(data["record"], data["batch"], run["trainer"].rewards, algo.clip_low, algo.clip_high)
 
 
 def _trajs(run, role="actor"):
@@ -102,15 +123,16 @@ def test_a_failing_callback_shows_its_traceback_in_the_error_area(run, monkeypat
     assert "the rescoring broke" in view.last_error
 
 
-def test_every_widget_renders_static_html(run):
-    swap = run["rec"].of("on_swap")[0]
+def test_every_widget_renders_static_html(run, group_mixing_run):
+    swap = group_mixing_run["rec"].of("on_swap")[0]  # the earlier design's swap: SwapInspector's
     batch = run["rec"].of("on_update_end")[0].data["batch"]
     rm = run["trainer"].rewards
     widgets = [
         TrajectoryViewer(_trajs(run), process=rm),
         MisalignmentView(_trajs(run), env="dial"),
         RewardTimeline(_trajs(run), env="dial"),
-        SwapInspector(swap, run["cfg"].algo, rm),
+        SwapInspector(swap, group_mixing_run["cfg"].algo, group_mixing_run["trainer"].rewards),
+        _loop_inspector(run),
         AdvantageHeatmap(batch, run["cfg"].algo),
         run["dash"],
     ]
@@ -297,11 +319,14 @@ def test_rescore_matches_misalign_and_the_turn_table(run):
     hack = rescore(trajs, "dial", 1.0)
     assert hack["process_reward"].tolist() == [0.5 * v for v in hack["valid"]]  # lock's hack pays any press
 
-    # the per-turn table gives the same frame (first progress recovered by resetting the env)
+    # the per-turn table gives the same frame (first progress recovered by resetting the env): its
+    # actor rows are A's k on-policy rollouts of the loop, in order
     table = load_turns(run["dir"], iteration=1)
     actor = table[table["role"] == "actor"]
+    rollouts = [e for e in run["rec"].of("on_rollout_end") if e.iteration == 1 and e.data["role"] == "actor"]
+    assert len(rollouts) == run["cfg"].swap.loop_steps
     from_table = rescore(actor, "dial", 0.3)
-    from_trajs = rescore(trajs, "dial", 0.3)
+    from_trajs = rescore([t for e in rollouts for t in e.data["trajectories"]], "dial", 0.3)
     assert from_table["process_reward"].tolist() == pytest.approx(from_trajs["process_reward"].tolist())
     assert from_table["outcome"].tolist() == from_trajs["outcome"].tolist()
     diag = diagnose(from_table)
@@ -369,7 +394,8 @@ def test_reward_timeline_lines_follow_eps_and_group(run):
 
 
 # ------------------------------------------------------------------------------------------ swap
-def test_swap_tables_agree_with_the_trainer_metrics(run):
+def test_swap_tables_agree_with_the_trainer_metrics(group_mixing_run):
+    run = group_mixing_run
     for event in run["rec"].of("on_swap"):
         tables = _data.swap_tables(event, run["cfg"].algo, run["trainer"].rewards)
         assert tables.iteration == event.iteration
@@ -443,13 +469,17 @@ def test_swap_inspector_task_dropdown_and_rescued_marks():
     assert inspector.static_html().count("RESCUED") == 1  # every task drawn, one rescued
 
 
-def test_swap_inspector_on_a_real_event(run):
-    event = run["rec"].of("on_swap")[-1]
-    inspector = SwapInspector(event.data, run["cfg"].algo, run["trainer"].rewards)
+def test_swap_inspector_on_a_real_event(group_mixing_run, run):
+    gm = group_mixing_run
+    event = gm["rec"].of("on_swap")[-1]
+    inspector = SwapInspector(event.data, gm["cfg"].algo, gm["trainer"].rewards)
     for task in inspector.tables.summary["task_id"]:
         inspector.task.value = task
         assert task in inspector.figure.layout.title.text
     assert inspector.last_error is None
+    # a loop of the paper's RSPO mixes no groups: its event is LoopInspector's, and says so
+    with pytest.raises(ValueError, match="LoopInspector draws it"):
+        SwapInspector(run["rec"].of("on_swap")[-1], run["cfg"].algo, run["trainer"].rewards)
 
 
 # ------------------------------------------------------------------------------------ advantages
@@ -634,7 +664,6 @@ def test_misalignment_views_on_a_user_env_without_and_with_a_hack_term():
 
 def test_every_widget_renders_a_run_on_a_user_env(cellar_run):
     run = cellar_run
-    swap = run["rec"].of("on_swap")[0]
     batch = run["rec"].of("on_update_end")[0].data["batch"]
     rm = run["trainer"].rewards
     trajs = _trajs(run)
@@ -642,7 +671,7 @@ def test_every_widget_renders_a_run_on_a_user_env(cellar_run):
         TrajectoryViewer(trajs, process=rm),
         MisalignmentView(trajs, env="cellar", hack="wander"),
         RewardTimeline(trajs, env="cellar"),
-        SwapInspector(swap, run["cfg"].algo, rm),
+        _loop_inspector(run),  # the paper's loop; SwapInspector (group_mixing) is drawn on the lock
         AdvantageHeatmap(batch, run["cfg"].algo),
         run["dash"],
     ]

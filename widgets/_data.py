@@ -461,13 +461,19 @@ PANELS = ("actor", "explorer", "buffer", "mixed")
 
 
 def swap_tables(event_or_dict: Any, algo_cfg: Any, reward_model: RewardModel) -> SwapTables:
-    """Everything the swap did in one iteration, from an ``on_swap`` event (RSPO steps 1 and 3-5).
+    """Everything group_mixing's swap did in one iteration, from its ``on_swap`` event (steps 1 and 3-5
+    of that earlier design; a loop of the paper's RSPO is ``LoopInspector``'s).
 
     ``process_return`` is the label the explorer trained on (Σ r_p), ``outcome`` the label after the
     swap (R_o, all the actor ever sees). Mixed-group advantages come from ``batch_advantages`` on
     outcome rewards, as the actor's update computes them (PPO: without the critic's values).
     """
     data, iteration = swap_data(event_or_dict)
+    if "actor" not in data and "record" in data:
+        raise ValueError(
+            "this on_swap event is a loop of the paper's RSPO (swap.mode rspo or control), which mixes no "
+            "groups: LoopInspector draws it (its record); SwapInspector draws group_mixing's swap"
+        )
     actor, explorer, buffer = data["actor"], data["explorer"], data.get("buffer", [])
     mixed = data["mixed"]
     offpolicy = list(data.get("offpolicy") or [t.source == "replay" for t in mixed])

@@ -1,4 +1,5 @@
-"""SwapInspector: one iteration of RSPO's reward swap, task by task — the picture that explains RSPO.
+"""SwapInspector: one iteration of group_mixing's reward swap (``swap.mode = "group_mixing"``, the earlier
+rspo_kit design), task by task; a loop of the paper's RSPO is ``LoopInspector``'s (widgets/loop.py).
 
 For the chosen task, left to right: the actor's own group (outcomes), the explorer's trajectories
 with their label before the swap (process return, what the explorer trained on) and after it

@@ -123,7 +123,10 @@ CONFIG_KEYS = {
     "EXPLORER_UPDATES": "swap.explorer_updates",
     "REPLAY_FILTER": "swap.replay_filter",
     "REPLAY_RATIO": "swap.replay_ratio",
-    "OFFPOLICY_WEIGHT": "swap.offpolicy_weight",
+    # archived grids named the field before it was renamed: offpolicy_weight is today's offpolicy_clip
+    "OFFPOLICY_WEIGHT": "swap.offpolicy_clip",
+    "OFFPOLICY_CLIP": "swap.offpolicy_clip",
+    "swap.offpolicy_weight": "swap.offpolicy_clip",
 }
 # a grid's short names for notebook 04's parameters
 SHORT_NAMES = {"variant": "VARIANT", "algo": "ALGO", "seed": "SEED"}
