@@ -48,3 +48,33 @@ def test_curves_are_drawn_against_updates_of_a_or_env_steps(tmp_path, capsys):
     assert float(np.interp(3, rspo["x"], rspo["y"])) == pytest.approx(0.4, abs=0.02)
     with pytest.raises(ValueError, match="x must be one of"):
         curve_figure(rows, ["SWAP"], x="curve_success")
+
+
+def test_run_statistics_count_a_paper_loop_run_by_its_budget_columns():
+    """A loop row is k updates of A: run_statistics reads updates and the explorer's env-step share from
+    budget/*, and B's edge over A from its collection's success (a loop has no swap/explorer_success)."""
+    import math
+
+    import pandas as pd
+
+    from rspo_kit.experiments.report import run_statistics
+
+    m = pd.DataFrame(
+        {
+            "iteration": [0, 1, 2],
+            "rollout/cumulative_env_steps": [0, 400, 800],
+            "rollout/env_steps": [None, 100, 100],
+            "rollout/success": [None, 0.25, 0.5],
+            "budget/env_steps": [0, 400, 800],
+            "budget/env_steps_actor": [0, 150, 300],  # A's k rollouts; rollout/env_steps is one
+            "budget/actor_updates": [0, 3, 6],
+            "explorer/dense_before": [None, 0.2, 0.4],
+            "explorer/dense_after": [None, 0.6, 0.8],
+            "swap/collect_success": [None, 0.5, 0.5],
+        }
+    )
+    s = run_statistics(m, window=1)
+    assert (s["actor_updates"], s["explorer_steps_share"]) == (6.0, 0.625)  # 6 updates, not 2 rows; 1 − 300/800
+    assert (s["dense_before"], s["dense_after"]) == pytest.approx((0.3, 0.7))
+    assert s["explorer_success"] == 0.5 and s["explorer_minus_actor_success"] == pytest.approx(0.125)
+    assert math.isnan(s["rescued_groups"])

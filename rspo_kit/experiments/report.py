@@ -469,6 +469,14 @@ SWAP_STATISTICS = {
     "is_clipped_share": ("is/clipped_frac", "mean"),
     "approx_kl": ("loss/approx_kl", "mean"),
     "explorer_approx_kl": ("explorer/loss/approx_kl", "mean"),  # how far its dense step moves it
+    # the paper's loop, per loop: B's dense return before and after its k steps, its collection's
+    # success, the won share of what A drew, and the shifted clip on the replayed steps
+    "dense_before": ("explorer/dense_before", "mean"),
+    "dense_after": ("explorer/dense_after", "mean"),
+    "collect_success": ("swap/collect_success", "mean"),
+    "drawn_success_share": ("swap/drawn_success_share", "mean"),
+    "offpolicy_clip_frac": ("offpolicy/clip_frac", "mean"),
+    "offpolicy_grad_share": ("offpolicy/grad_share", "mean"),
 }
 # every run_statistics column, in the table's order: the explorer's edge (its success minus the
 # actor's, same tasks and iterations) beside its success, and the same in the outcome the run trains
@@ -517,7 +525,9 @@ def run_statistics(metrics: pd.DataFrame, window: int = 10) -> dict[str, float]:
     Actor updates, the explorer's share of the env steps, the sampled success of the actor's own
     rollouts over the first and the last ``window`` iterations, the swap statistics over all
     iterations (``SWAP_STATISTICS``: means, rescued groups summed) and the explorer's success minus
-    the actor's (mean over the iterations with both); NaN where the run has none. The ``*_outcome``
+    the actor's (mean over the iterations with both); NaN where the run has none. A run of the paper's
+    loop counts both from its ``budget/*`` columns (k updates of A a loop), and its explorer's success
+    is its collection's (``swap/collect_success``). The ``*_outcome``
     columns repeat the rollout and explorer numbers in the outcome reward the run trains on
     (``outcome_return``), and are NaN where that is the success itself (same value every iteration).
 
@@ -537,9 +547,14 @@ def run_statistics(metrics: pd.DataFrame, window: int = 10) -> dict[str, float]:
 
     total = metrics["rollout/cumulative_env_steps"].max() if "rollout/cumulative_env_steps" in metrics else 0
     actor = column("rollout/env_steps").sum()
+    updates = float(len(steps))
+    if "budget/actor_updates" in metrics:  # counted per role: the paper's loop, and any run that logs them
+        updates = float(metrics["budget/actor_updates"].max())
+        total = metrics["budget/env_steps"].max()
+        actor = metrics["budget/env_steps_actor"].max()
     success = column("rollout/success")
     stats = {
-        "actor_updates": float(len(steps)),
+        "actor_updates": updates,
         "explorer_steps_share": float(1 - actor / total) if total else math.nan,
         "rollout_start_success": float(success.head(window).mean()) if len(success) else math.nan,
         "rollout_end_success": float(success.tail(window).mean()) if len(success) else math.nan,
@@ -547,7 +562,10 @@ def run_statistics(metrics: pd.DataFrame, window: int = 10) -> dict[str, float]:
     for name, (key, how) in SWAP_STATISTICS.items():
         values = column(key)
         stats[name] = float(getattr(values, how)()) if len(values) else math.nan
-    stats["explorer_minus_actor_success"] = _mean_difference(column("swap/explorer_success"), success)
+    if "swap/explorer_success" not in steps and "swap/collect_success" in steps:
+        stats["explorer_success"] = stats["collect_success"]  # the paper's loop: B's collection
+    explorer_success = column("swap/explorer_success" if "swap/explorer_success" in steps else "swap/collect_success")
+    stats["explorer_minus_actor_success"] = _mean_difference(explorer_success, success)
     outcome = column("rollout/outcome_return")
     if len(outcome) and not (outcome - success.reindex(outcome.index)).abs().max() < 1e-9:
         explorer = column("explorer_rollout/outcome_return")
