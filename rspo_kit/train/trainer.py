@@ -365,8 +365,13 @@ class _LoopRun:
         seed = 2 * cfg.train.seed + (role != "actor")
         start = time.perf_counter()
         policy = t._learner(policy_role).policy
-        trajs = rollout(policy, self.runner, tasks, rcfg, iteration=index, seed=seed, source=role)
+        clock: dict[str, float] = {}  # the rollout's prompt, model and env seconds
+        trajs = rollout(
+            policy, self.runner, tasks, rcfg, iteration=index, seed=seed, source=role, timings=clock
+        )
         self._timed(f"perf/{role}_rollout_s", time.perf_counter() - start)
+        for part, seconds in clock.items():
+            self._timed(f"perf/{role}_rollout_{part}_s", seconds)
         self.trajs[role] += trajs
         t.budget["env_steps_actor" if role == "actor" else "env_steps_explorer"] += sum(
             x.env_steps for x in trajs
