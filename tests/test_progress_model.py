@@ -270,11 +270,58 @@ def test_a_run_trains_on_the_progress_model_and_the_papers_loop_defaults_to_comm
         assert scorer.steps_encoded > 0  # the dense baseline's rewards came from the progress model
         # "auto" is the progress model for the paper's loop where weights are committed, and only there
         monkeypatch.setattr(pm, "committed_progress_model", lambda env: folder if env == ENV else None)
-        assert pm.default_process_reward(ENV, "rspo") == "progress_model"
-        assert pm.default_process_reward(ENV, "off") == "subgoal"
-        assert pm.default_process_reward(ENV, "rspo", misalign_eps=0.3) == "subgoal"  # the hacking case
-        assert pm.default_process_reward("alfworld-elsewhere", "rspo") == "subgoal"
+        assert pm.auto_process_reward(ENV, "rspo") == "progress_model"
+        assert pm.auto_process_reward(ENV, "off") == "subgoal"
+        assert pm.auto_process_reward(ENV, "rspo", misalign_eps=0.3) == "subgoal"  # the hacking case
+        assert pm.auto_process_reward("alfworld-elsewhere", "rspo") == "subgoal"
     finally:
         TRAJECTORY_REWARDS[ENV].pop("progress_model", None)
     with pytest.raises(FileNotFoundError, match=r"reward\.progress_model"):
         pm.progress_model_folder(ENV, tmp_path / "nothing-here")
+
+
+def test_step_comparison_puts_both_rewards_beside_the_outcome_and_the_view_draws_them(fitted, trajs):
+    pytest.importorskip("ipywidgets")
+    from rspo_kit.rewards.progress_model import step_comparison
+    from rspo_kit.rewards.signals import RewardModel
+    from rspo_widgets.misalignment import ProgressModelView, comparison_summary
+
+    model, _ = fitted
+    table = step_comparison(model, trajs, ENV)
+    assert len(table) == sum(len(t.steps) for t in trajs)
+    first = table[table.traj_id == 0]
+    assert first.learned.tolist() == model.step_rewards(trajs[:1])[0]
+    assert first.handwritten.tolist() == RewardModel.build(ENV, process="subgoal").process_steps(trajs[0])
+    assert first.learned_return.iloc[-1] == pytest.approx(sum(first.learned))
+    summary = comparison_summary(table)
+    assert list(summary.signal) == ["learned r̂ (progress model)", "hand-written"]
+    view = ProgressModelView(table)
+    in_group = table[table.group_id == view.groups[0]].traj_id.nunique()
+    lines = [tr for tr in view.figure.data if tr.mode == "lines+markers"]
+    assert len(lines) == 2 * in_group  # one line per trajectory in each panel
+    view.group.value = view.groups[-1]  # another group: the figure and the step table follow
+    last = table[table.group_id == view.groups[-1]]
+    assert view.last_error is None
+    assert len([tr for tr in view.figure.data if tr.mode == "lines+markers"]) == 2 * last.traj_id.nunique()
+    assert view.steps.value.count("<tr>") == len(last)  # one row per step (the header row is styled)
+
+
+def test_comparison_summary_on_a_hand_built_table():
+    import pandas as pd
+
+    from rspo_widgets.misalignment import comparison_summary
+
+    # group g: trajectory 0 won with learned return 0.9, trajectory 1 failed with 0.4 but was paid on
+    # one of its two steps; the hand-written reward pays nothing anywhere (no ranking: τ undefined)
+    table = pd.DataFrame(
+        {
+            "group_id": ["g"] * 4, "traj_id": [0, 0, 1, 1], "step": [0, 1, 0, 1], "action": ["a"] * 4,
+            "learned": [0.5, 0.4, 0.6, -0.2], "handwritten": [0.0] * 4,
+            "learned_return": [0.5, 0.9, 0.6, 0.4], "handwritten_return": [0.0] * 4,
+            "outcome": [1.0, 1.0, 0.0, 0.0], "won": [True, True, False, False],
+        }
+    )  # fmt: skip
+    learned, hand = comparison_summary(table).to_dict("records")
+    assert (learned["kendall_tau"], learned["auc_success"], learned["rewarded_failure"]) == (1.0, 1.0, 0.5)
+    assert (learned["mean_return_won"], learned["mean_return_failed"]) == (0.9, 0.4)
+    assert hand["tau_groups"] == 0 and hand["rewarded_failure"] == 0.0
