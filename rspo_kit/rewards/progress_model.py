@@ -36,12 +36,18 @@ have ``requires_grad`` False and it runs in eval mode under ``torch.no_grad``.
   is right when the encoder is the policy's warm start.
 - ``committed_progress_model(env)``: the folder of the weights committed under
   ``data/progress_models/<env>/``, or None.
+- In a run: ``reward.process = "progress_model"`` with ``reward.progress_model`` naming a folder (None:
+  the committed one) makes it the dense reward wherever a process reward goes (the dense baseline,
+  mix, the explorer of the paper's loop); ``reward.process = "auto"`` picks it for the paper's loop
+  where weights are committed (``auto_process_reward``). ``step_comparison`` lays its r̂_t beside the
+  hand-written reward for notebook 05; ``hacking_curve`` reads the paper's Figure 3 axes off runs.
 
 Train one from the command line (episodes of the env's committed warm start on train tasks, the
 encoder's states cached so that a refit takes seconds)::
 
     python -m rspo_kit.rewards.progress_model train --env alfworld --out data/progress_models/alfworld
     python -m rspo_kit.rewards.progress_model report data/progress_models/alfworld
+    python -m rspo_kit.rewards.progress_model curve RUN_DIR ... --out FOLDER
 """
 
 from __future__ import annotations
