@@ -100,14 +100,14 @@ def test_a_step_by_hand_writes_the_text_of_a_sampled_template():
     assert k == 0 and action.startswith("search[") and action.endswith("]") and action != "search[...]"
 
 
-def test_03_swaps_rewards_on_a_user_env_with_the_generic_progress_reward(kernel, tmp_path):
-    params = dict(USER_ENV, **SMOKE, ITERATIONS=1, REPLAY_FILTER="all", RUN_DIR=str(tmp_path / "run"))
+def test_03_walks_a_loop_on_a_user_env_with_the_generic_progress_reward(kernel, tmp_path):
+    params = dict(USER_ENV, **SMOKE, LOOPS=1, LOOP_STEPS=2, RUN_DIR=str(tmp_path / "run"))
     results = execute("03_reward_swap", kernel, tmp_path, **params)
-    assert results["process_reward"] == "progress"  # the explorer trained on the generic reward
-    assert results["iteration"] == 1 and results["actor_episodes"] == 4 == results["explorer_episodes"]
-    assert results["explorer_admitted"] == 4 and results["replayed"] == 2  # filter "all"; M = 1 per task
-    assert results["mixed_episodes"] == results["actor_episodes"] + results["replayed"]
-    assert results["relabel_error"] == 0.0  # the actor saw outcome rewards only
+    assert results["process_reward"] == "progress"  # B's dense steps trained on the generic reward
+    assert results["loops"] == 1 and results["actor_updates"] == results["explorer_updates"] == 2
+    assert results["collected"] == 4  # smoke: 2 collection tasks x G = 2
+    assert results["replayed"] == 2 * 2  # round(α·B·N) = 2 per update of A, k = 2
+    assert results["relabel_error"] == 0.0  # A saw outcome rewards only
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["env"]["name"] == "cellar" and config["env"]["module"] == CELLAR
 

@@ -251,15 +251,11 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
         GRID={"variant": ["rspo", "plain"], "train.seed": [0]},
         CELL_PARAMETERS={
             **{"train.iterations": 1, "THREADS": 1, "train.final_eval_split": "eval_unseen"},
-            "swap.explorer_updates": 2,
-            "swap.replay_filter": "outcome_above_mean",
+            "swap.loop_steps": 1,
             # a warm start that never saw this kind (none is built here): eval_unseen's first two
             # tasks, which the cells end on, are one of it and one of another kind
             "policy.sft_exclude_kinds": "look_at_obj_in_light",
-            **{
-                "swap.replay_ratio": 1.0,
-                "swap.offpolicy_weight": "none",
-            },  # the ablations' knobs reach the config
+            **{"swap.sampling": "variance", "swap.offpolicy_clip": "none"},  # the ablations' knobs reach it
         },
         OUT=str(out),
         WORKERS=1,
@@ -271,6 +267,7 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
         "results.csv",
         "summary.csv",
         "curves.html",
+        "curves_updates.html",
         "kinds.html",
         "variant=rspo__train.seed=0.ipynb",
     ):
@@ -285,15 +282,13 @@ def test_06_experiments_sweeps_notebook_04(kernel, tmp_path):
         for v in ("rspo", "plain")
     }
     assert (configs["rspo"]["swap"]["mode"], configs["plain"]["swap"]["mode"]) == ("rspo", "off")
-    assert configs["rspo"]["swap"]["explorer_updates"] == 2 and configs["rspo"]["train"]["iterations"] == 1
-    assert configs["rspo"]["swap"]["replay_filter"] == "outcome_above_mean"
-    assert (configs["rspo"]["swap"]["replay_ratio"], configs["rspo"]["swap"]["offpolicy_weight"]) == (
-        1.0,
-        "none",
-    )
+    swap = configs["rspo"]["swap"]
+    assert swap["loop_steps"] == 1 and configs["rspo"]["train"]["iterations"] == 1
+    assert (swap["sampling"], swap["offpolicy_clip"]) == ("variance", "none")
     executed = (tmp_path / "06_experiments.ipynb").read_text()
     assert "| variant | seeds | actor_updates | explorer_steps_share |" in executed  # the runs' statistics
-    assert "| explorer_success | explorer_minus_actor_success | rescued_groups |" in executed  # RSPO's swap
+    assert "| explorer_success | explorer_minus_actor_success |" in executed  # B's collection against A
+    assert "| dense_before | dense_after | collect_success | drawn_success_share |" in executed  # the loop
     printed = "".join(
         "".join(o.get("text", "")) for c in json.loads(executed)["cells"] for o in c.get("outputs", [])
     )
