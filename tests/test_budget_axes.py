@@ -74,7 +74,10 @@ def test_run_statistics_count_a_paper_loop_run_by_its_budget_columns():
         }
     )
     s = run_statistics(m, window=1)
-    assert (s["actor_updates"], s["explorer_steps_share"]) == (6.0, 0.625)  # 6 updates, not 2 rows; 1 − 300/800
+    assert (s["actor_updates"], s["explorer_steps_share"]) == (
+        6.0,
+        0.625,
+    )  # 6 updates, not 2 rows; 1 − 300/800
     assert (s["dense_before"], s["dense_after"]) == pytest.approx((0.3, 0.7))
     assert s["explorer_success"] == 0.5 and s["explorer_minus_actor_success"] == pytest.approx(0.125)
     assert math.isnan(s["rescued_groups"])

@@ -307,7 +307,9 @@ def test_process_rewards_never_reach_the_actor_but_drive_the_explorer(tmp_path):
     aligned = RewardModel.build("dial", process="subgoal", misalign_eps=0.0)
     # A_off, stored at the collection, is X's advantage within B's collection groups under the outcome
     collected = [e.traj for e in record.collection]
-    recomputed = batch_advantages(UpdateBatch(collected, aligned.batch_rewards(collected, "outcome")), cfg.algo)
+    recomputed = batch_advantages(
+        UpdateBatch(collected, aligned.batch_rewards(collected, "outcome")), cfg.algo
+    )
     stored = [a for e in record.collection for a in e.advantages]
     assert stored == pytest.approx(recomputed.step.tolist())
     outcome_batch = UpdateBatch(

@@ -564,7 +564,9 @@ def run_statistics(metrics: pd.DataFrame, window: int = 10) -> dict[str, float]:
         stats[name] = float(getattr(values, how)()) if len(values) else math.nan
     if "swap/explorer_success" not in steps and "swap/collect_success" in steps:
         stats["explorer_success"] = stats["collect_success"]  # the paper's loop: B's collection
-    explorer_success = column("swap/explorer_success" if "swap/explorer_success" in steps else "swap/collect_success")
+    explorer_success = column(
+        "swap/explorer_success" if "swap/explorer_success" in steps else "swap/collect_success"
+    )
     stats["explorer_minus_actor_success"] = _mean_difference(explorer_success, success)
     outcome = column("rollout/outcome_return")
     if len(outcome) and not (outcome - success.reindex(outcome.index)).abs().max() < 1e-9:
