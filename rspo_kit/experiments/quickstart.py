@@ -116,6 +116,7 @@ class Quickstart:
 
     @property
     def final(self) -> str:
+        """The evaluation the summary compares (``final_key`` of ``final_split``)."""
         return final_key(self.final_split)
 
     def config(self, run: str) -> RunConfig:
@@ -189,7 +190,8 @@ class LoopLine:
 class ReplayedTrajectory:
     """One trajectory that A replayed from B's collection, step by step (``steps``: action, dense
     reward, the outcome reward A saw, the stored advantage A_off, π_B of the action, π_old = c·π_B and
-    the shifted clip window [c − ε, c + ε] on the ratio π_θ/π_B, beside PPO's [1 − ε, 1 + ε])."""
+    the shifted clip window [c − ε_low, c + ε_high] on the ratio π_θ/π_B, where PPO's would be
+    [1 − ε_low, 1 + ε_high])."""
 
     loop: int
     actor_step: int  # which of A's k updates of the loop replayed it (1-based)
