@@ -877,6 +877,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     curve.add_argument("runs", nargs="+", help="run directories")
     curve.add_argument("--out", required=True, type=Path)
+    # the top-level help shows every command's options, so that one --help says how to call any of them
+    parser.epilog = "\n".join(sub.format_usage().strip() for sub in (train, report, curve))
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded with the weights it writes
     {"train": _train, "report": _report, "curve": _curve}[args.command](args)
