@@ -223,6 +223,10 @@ def test_05_misalignment_debugger(kernel, tmp_path):
     assert 0 <= results["hacking_rate"] <= 1 and 0 <= results["step_disagreement"] <= 1
     assert set(results["hacking_by_eps"]) == {"0.0", "1.0"} == set(results["tau_by_eps"])
     assert (tmp_path / "run" / "misalignment" / "process_vs_outcome.html").is_file()
+    # the committed progress model beside the hand-written reward, on the trained actor's fresh episodes
+    assert results["progress_model"].endswith("data/progress_models/webshop")
+    assert {"learned_tau", "learned_auc", "handwritten_tau", "handwritten_auc"} <= set(results)
+    assert (tmp_path / "run" / "misalignment" / "learned_vs_handwritten.html").is_file()
     # debugging a finished run writes beside its records, never over them (e.g. notebook 04's results.json)
     own = tmp_path / "run" / "results.json"
     own.write_text('{"final_eval_success": 0.25}\n')

@@ -171,8 +171,15 @@ class RewardConfig:
     train_on: Signal = "outcome"
     outcome_mode: Literal["success", "score"] = "success"
     invalid_penalty: float = 0.0  # per invalid step; verl-agent uses 0.1
-    process: str = "subgoal"  # a registered process reward of the env ("subgoal", "heuristic", ...)
+    # a registered process reward of the env ("subgoal", "heuristic", "progress_model", ...); "auto": the
+    # paper's learned dense reward ("progress_model") under swap.mode "rspo" where the env has committed
+    # weights (data/progress_models/<env>/) and misalign_eps is 0, else "subgoal"; the run's config.json
+    # records the choice (rspo_kit.rewards.progress_model.auto_process_reward)
+    process: str = "auto"
     prm: str | None = None  # folder of a saved LearnedPRM: registered as process "learned" for the env
+    # folder of a saved ProgressModel (python -m rspo_kit.rewards.progress_model train) for
+    # process="progress_model"; None: the env's committed weights
+    progress_model: str | None = None
     misalign_eps: float = 0.0  # > 0 mixes in the env's hackable term: (1 - eps) * process + eps * hack
     hack: str = "hack"  # the env's process reward that pays for behaviour never leading to success
     mix_lambda: float = 0.5

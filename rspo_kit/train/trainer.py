@@ -58,6 +58,12 @@ from rspo_kit.records.metrics import METRICS_FILE
 from rspo_kit.records.start import write_start
 from rspo_kit.rewards.outcome import OutcomeConfig
 from rspo_kit.rewards.process import GENERIC_REWARD, ProcessReward, ProgressPotential
+from rspo_kit.rewards.progress_model import PROCESS_NAME as PROGRESS_MODEL
+from rspo_kit.rewards.progress_model import (
+    auto_process_reward,
+    progress_model_folder,
+    use_run_progress_model,
+)
 from rspo_kit.rewards.signals import RewardModel
 from rspo_kit.swap import ReplayBuffer, derive_explorer, reward_swap
 from rspo_kit.swap.buffer import LoopBuffer, ReplayEntry
@@ -145,7 +151,10 @@ def _reward_model(cfg: RunConfig, process: str | None = None) -> RewardModel:
     outcome = OutcomeConfig(r.outcome_mode, r.invalid_penalty)
     if process is not None:
         return RewardModel.build(cfg.env.name, outcome, process, 0.0, r.mix_lambda)
-    return RewardModel.build(cfg.env.name, outcome, r.process, r.misalign_eps, r.mix_lambda, r.hack)
+    name = (
+        auto_process_reward(cfg.env.name, cfg.swap.mode, r.misalign_eps) if r.process == "auto" else r.process
+    )
+    return RewardModel.build(cfg.env.name, outcome, name, r.misalign_eps, r.mix_lambda, r.hack)
 
 
 def run_rewards(cfg: RunConfig) -> RewardModel:
@@ -178,6 +187,9 @@ def _check_process_reward(cfg: RunConfig) -> None:
     has and the line that adds one; the generic ``progress`` reward is checked against the progress
     of one expert step (an env whose progress holds no numbers would pay it 0 forever)."""
     use = process_reward_use(cfg)
+    if cfg.reward.process == PROGRESS_MODEL:  # its weights are found now; they register at start
+        progress_model_folder(cfg.env.name, cfg.reward.progress_model)
+        return
     if use is None or cfg.reward.process == "learned":  # a learned PRM registers from its folder at start
         return
     try:
@@ -214,6 +226,8 @@ def _checked(cfg: RunConfig) -> RunConfig:
     its torch threads."""
     cfg.validate()
     load_run_env(cfg)
+    if cfg.reward.process == "auto":  # resolved once, so that config.json records the reward that ran
+        cfg.reward.process = auto_process_reward(cfg.env.name, cfg.swap.mode, cfg.reward.misalign_eps)
     _check_valid_held_out(cfg)
     _check_splits(cfg)
     _check_process_reward(cfg)
@@ -446,6 +460,8 @@ class Trainer:
             from rspo_kit.rewards.learned import LearnedPRM, register_learned
 
             register_learned(LearnedPRM.load(cfg.reward.prm), cfg.env.name)
+        if cfg.reward.process == PROGRESS_MODEL:  # the paper's learned dense reward (§4.2.3)
+            use_run_progress_model(cfg.env.name, cfg.reward.progress_model, policy)
         self.rewards = run_rewards(cfg)
         self.buffer = ReplayBuffer(cfg.swap.replay_capacity, cfg.swap.replay_filter)  # group_mixing's
         self.explorer_batch: list[Trajectory] = []  # group_mixing: D_B of the last iteration
@@ -944,6 +960,8 @@ RESUMABLE_FIELDS = tuple(
 
 def _what_it_computes(cfg: RunConfig) -> dict:
     d = cfg.to_dict()
+    if d["reward"]["process"] == "auto":  # the reward that runs: _checked resolves it, config.json keeps it
+        d["reward"]["process"] = auto_process_reward(cfg.env.name, cfg.swap.mode, cfg.reward.misalign_eps)
     d["train"] = {k: v for k, v in d["train"].items() if f"train.{k}" not in RESUMABLE_FIELDS}
     d["swap"]["explorer_lr"] = cfg.explorer_lr  # an explicit value equal to the default's is the same run
     d["swap"]["explorer_temperature"] = cfg.explorer_temperature  # likewise
