@@ -284,7 +284,8 @@ def test_step_comparison_puts_both_rewards_beside_the_outcome_and_the_view_draws
     pytest.importorskip("ipywidgets")
     from rspo_kit.rewards.progress_model import step_comparison
     from rspo_kit.rewards.signals import RewardModel
-    from rspo_widgets.misalignment import ProgressModelView, comparison_summary
+    from rspo_kit.rewards.progress_compare import comparison_summary
+    from rspo_widgets.misalignment import ProgressModelView
 
     model, _ = fitted
     table = step_comparison(model, trajs, ENV)
@@ -309,7 +310,7 @@ def test_step_comparison_puts_both_rewards_beside_the_outcome_and_the_view_draws
 def test_comparison_summary_on_a_hand_built_table():
     import pandas as pd
 
-    from rspo_widgets.misalignment import comparison_summary
+    from rspo_kit.rewards.progress_compare import comparison_summary
 
     # group g: trajectory 0 won with learned return 0.9, trajectory 1 failed with 0.4 but was paid on
     # one of its two steps; the hand-written reward pays nothing anywhere (no ranking: τ undefined)
