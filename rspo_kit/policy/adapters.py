@@ -3,8 +3,8 @@
 Pretrained models carry two named LoRA adapters, ``actor`` and ``explorer``, on one base model (peft);
 ``disable_adapter()`` gives the frozen base as the reference, at no cost. Tiny scratch models are fully
 fine-tuned, so the explorer is a second copy and the reference a third, frozen one, kept only when asked
-for (``reference=True``: a KL penalty needs it). Either way ``sync_explorer()`` (B <- A, step 2 of
-DESIGN.md section 1) is one call.
+for (``reference=True``: a KL penalty needs it). Either way ``sync_explorer()`` (B <- A, the first
+step of each loop of the paper's Algorithm 1: docs/training.md) is one call.
 """
 
 from __future__ import annotations
