@@ -23,7 +23,8 @@ from rspo_widgets._guard import guarded
 
 class TrainingDashboard(WidgetBase):
     """Success, score, reward components, losses, approx KL and swap statistics against ``x``:
-    ``"iteration"`` or ``"rollout/cumulative_env_steps"`` (equal env-step budgets: docs/training.md, "Budgets").
+    ``"iteration"`` or ``"rollout/cumulative_env_steps"`` (equal env-step budgets: docs/training.md,
+    "Budgets").
 
     ``last_swap`` keeps the latest ``on_swap`` event, ready for ``SwapInspector``.
     """

@@ -50,8 +50,18 @@ if TYPE_CHECKING:
     from rspo_kit.swap.replay import FILTERS, ReplayBuffer, ReplayFilter, admit, group_outcomes, mixed_groups
     from rspo_kit.swap.stats import swap_metrics
 
-_LOOP = ("LoopBatch", "LoopRecord", "LoopRun", "LoopSettings", "actor_phase", "collect", "end_loop")
-_LOOP += ("explorer_phase", "loop_metrics", "rspo_loop")
+_LOOP = (
+    "LoopBatch",
+    "LoopRecord",
+    "LoopRun",
+    "LoopSettings",
+    "actor_phase",
+    "collect",
+    "end_loop",
+    "explorer_phase",
+    "loop_metrics",
+    "rspo_loop",
+)
 _HOME = {name: "rspo_kit.swap.loop" for name in _LOOP}
 _HOME |= {name: "rspo_kit.swap.buffer" for name in ("LoopBuffer", "ReplayEntry", "draw")}
 _HOME |= {name: "rspo_kit.swap.explorer" for name in ("derive_explorer", "sync_explorer", "syncs_at")}

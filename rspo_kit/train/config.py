@@ -1,8 +1,9 @@
 """Typed run configuration: one dataclass per component, composed into ``RunConfig``; named presets.
 
 Every field that a choice of the paper leaves open has a default argued in docs/training.md ("What
-the paper settles / what it leaves open") and a comment naming the alternatives. A bad value raises ``ValueError`` naming the field, the value and
-what is allowed, at construction time and again when ``RunConfig.validate()`` runs before training.
+the paper settles / what it leaves open") and a comment naming the alternatives. A bad value raises
+``ValueError`` naming the field, the value and what is allowed, at construction time and again when
+``RunConfig.validate()`` runs before training.
 """
 
 from __future__ import annotations
