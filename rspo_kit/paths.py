@@ -1,6 +1,7 @@
 """Where rspo_kit reads curated inputs and writes derived artefacts.
 
-Curated inputs (split manifests, vocabularies) live in the repository's ``data/``. Everything derived
+Curated inputs (split manifests, vocabularies, the committed warm starts and progress models) live in
+the repository's ``data/``. Everything derived
 (generated game files, tokenizers, checkpoints) goes to a cache directory, never into git and never
 into the home directory of a machine that did not ask for it:
 
@@ -45,12 +46,42 @@ def cache_dir() -> Path:
 
 def repository_path(path: str | os.PathLike) -> Path:
     """``path`` itself if absolute, else relative to the source checkout (the working directory where
-    rspo_kit is installed without one): a committed file such as ``results/warm_starts/...`` is found
+    rspo_kit is installed without one): a committed file such as ``data/warm_starts/...`` is found
     from ``notebooks/`` as from the repository root."""
     path = Path(path)
     if path.is_absolute() or not (_CHECKOUT_DIR / "pyproject.toml").is_file():
         return path
     return _CHECKOUT_DIR / path
+
+
+# the committed starting policies (weights, recipe, build report, evaluation) and their manifest
+WARM_STARTS_DIR = "data/warm_starts"
+WARM_START_MANIFEST = f"{WARM_STARTS_DIR}/manifest.json"
+
+
+def warm_start_policy(name: str) -> str:
+    """The policy folder of the committed warm start ``name`` (a folder of ``data/warm_starts/``), as a
+    preset's ``policy.warmstart_from`` names it: relative to the repository root.
+
+    >>> warm_start_policy("chain4x2_tiny_sft1200_noise05")
+    'data/warm_starts/chain4x2_tiny_sft1200_noise05/policy'
+    """
+    return f"{WARM_STARTS_DIR}/{name}/policy"
+
+
+def committed_warm_start_digest(policy_folder: str | os.PathLike) -> str | None:
+    """The weights digest the manifest of ``data/warm_starts/`` records for ``policy_folder``; None where
+    the folder is not a committed warm start (a user's own saved policy)."""
+    import json
+
+    folder = repository_path(policy_folder).resolve()
+    root = repository_path(WARM_STARTS_DIR).resolve()
+    if folder.name != "policy" or folder.parent.parent != root:
+        return None
+    manifest = repository_path(WARM_START_MANIFEST)
+    entries = json.loads(manifest.read_text())["warm_starts"] if manifest.is_file() else {}
+    entry = entries.get(folder.parent.name)
+    return entry["weights_sha256"] if entry else None
 
 
 def alfworld_data_dir() -> Path:

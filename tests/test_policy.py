@@ -664,7 +664,7 @@ def test_committed_warm_starts_load_to_the_weights_their_reports_record():
     from rspo_kit.policy.models import WEIGHTS_DIGEST_FILE, load_model, verify_weights, weights_digest
 
     checked = 0
-    for report in sorted((Path(__file__).parents[1] / "results" / "warm_starts").glob("*/report.json")):
+    for report in sorted((Path(__file__).parents[1] / "data" / "warm_starts").glob("*/report.json")):
         recorded, folder = json.loads(report.read_text()).get("weights_sha256"), report.parent / "policy"
         if (folder / WEIGHTS_DIGEST_FILE).is_file():
             assert json.loads((folder / WEIGHTS_DIGEST_FILE).read_text())["weights_sha256"] == recorded
@@ -673,6 +673,37 @@ def test_committed_warm_starts_load_to_the_weights_their_reports_record():
             assert weights_digest(load_model(str(folder))[0]) == recorded, folder
             checked += 1
     assert checked >= 2
+
+
+def test_the_warm_start_manifest_lists_every_committed_folder_its_digest_and_the_presets_that_install_it():
+    from rspo_kit.paths import WARM_START_MANIFEST, committed_warm_start_digest, repository_path
+    from rspo_kit.train.config import PRESETS
+
+    root = repository_path("data/warm_starts")
+    entries = json.loads(repository_path(WARM_START_MANIFEST).read_text())["warm_starts"]
+    assert set(entries) == {p.parent.name for p in root.glob("*/policy")}
+    for name, entry in entries.items():
+        assert json.loads((root / name / "recipe.json").read_text())["env"] == entry["env"]
+        assert committed_warm_start_digest(f"data/warm_starts/{name}/policy") == entry["weights_sha256"]
+        for preset in entry["presets"]:
+            assert PRESETS[preset]["policy"]["warmstart_from"] == f"data/warm_starts/{name}/policy"
+    installing = {
+        p["policy"]["warmstart_from"] for p in PRESETS.values() if p.get("policy", {}).get("warmstart_from")
+    }
+    assert installing == {f"data/warm_starts/{name}/policy" for name in entries}
+    assert committed_warm_start_digest("results/elsewhere/policy") is None
+
+
+def test_a_committed_warm_start_whose_weights_differ_from_the_manifest_is_refused(tmp_path, monkeypatch):
+    import rspo_kit.train.setup as setup
+    from rspo_kit.train.config import preset
+
+    cfg = preset("chain-4k")
+    monkeypatch.setattr(setup, "committed_warm_start_digest", lambda source: "0" * 64)
+    monkeypatch.setenv("RSPO_KIT_CACHE", str(tmp_path))
+    with pytest.raises(ValueError, match=r"manifest\.json records for it"):
+        setup.install_warmstart(cfg, cfg.policy.warmstart_from)
+    assert not (tmp_path / "warmstart").exists()
 
 
 def test_packed_rows_stay_within_the_models_positions_and_score_as_one_row_would(monkeypatch):

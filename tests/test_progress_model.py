@@ -32,7 +32,7 @@ from rspo_kit.rewards.progress_model import (
 from rspo_kit.rewards.signals import RewardModel
 
 ENV = "chain-4x2"
-WARM_START = "results/warm_starts/chain4x2_tiny_sft1200_noise05/policy"
+WARM_START = "data/warm_starts/chain4x2_tiny_sft1200_noise05/policy"
 
 
 @pytest.fixture(scope="module", autouse=True)

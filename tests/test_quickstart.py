@@ -76,7 +76,7 @@ def test_each_run_is_the_chain_protocol_with_the_notebooks_parameters():
     assert cfg.train.final_eval_sampled and not cfg.train.final_eval_greedy
     assert cfg.train.eval_n == 0  # the curve is the rollouts' own sampled success
     assert cfg.train.run_dir == "out/rspo" and not cfg.train.progress_bar
-    assert cfg.policy.warmstart_from and cfg.policy.warmstart_from.startswith("results/warm_starts/chain4x2")
+    assert cfg.policy.warmstart_from and cfg.policy.warmstart_from.startswith("data/warm_starts/chain4x2")
     default = Quickstart(tasks=None).config("plain")  # None keeps the protocol's B and N
     assert (default.env.tasks_per_iteration, default.algo.group_size) == (8, 8)
     assert q.config("plain").train.threads == 1  # side by side: 2 threads shared by 3 runs, 1 each

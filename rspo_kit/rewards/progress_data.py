@@ -43,9 +43,9 @@ SOURCES: tuple[str, ...] = ("warm_start", "noisy_expert")
 # The policies whose episodes train an env's committed progress model, and the episode caps their
 # protocols run under (rspo_kit.train.config PRESETS: alfworld-40k, webshop-7k, chain-4k).
 WARM_STARTS: dict[str, tuple[str, int | None]] = {
-    "alfworld": ("results/warm_starts/alfworld_tiny_sft1536_cap30/policy", 30),
-    "webshop": ("results/warm_starts/webshop_tiny_sft1284_cap15/policy", 15),
-    "chain-4x2": ("results/warm_starts/chain4x2_tiny_sft1200_noise05/policy", None),
+    "alfworld": ("data/warm_starts/alfworld_tiny_sft1536_cap30/policy", 30),
+    "webshop": ("data/warm_starts/webshop_tiny_sft1284_cap15/policy", 15),
+    "chain-4x2": ("data/warm_starts/chain4x2_tiny_sft1200_noise05/policy", None),
 }
 # The outcome each protocol trains on: WebShop's partial credit (score / 100), success elsewhere.
 OUTCOME_MODE: dict[str, OutcomeMode] = {"webshop": "score"}

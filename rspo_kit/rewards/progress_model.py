@@ -97,7 +97,7 @@ DATA_VERSION = 1  # bump when collection or encoding changes what a cached step 
 
 def encoder_digest(model: nn.Module) -> str:
     """SHA-256 of a model's weights, read as float32: ``policy.models.weights_digest`` for a float32
-    model (the digest results/warm_starts/README.md quotes), and the same for that model loaded in
+    model (the digest data/warm_starts/README.md quotes), and the same for that model loaded in
     bf16 on a GPU from bf16 weights, so a head trained on one device loads on the other."""
     h = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):

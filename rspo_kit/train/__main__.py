@@ -7,7 +7,7 @@ a variant (bare ``--swap`` means rspo) and never takes an override as its value.
 after it may change only what does not change what the run computes (``train.iterations``,
 ``train.max_env_steps``, the evaluation, threads; ``rspo_kit.train.trainer.RESUMABLE_FIELDS``), and
 any other override or run flag is refused by name. ``--warmstart-from POLICY``
-installs a saved warm start (e.g. ``results/warm_starts/alfworld_tiny_sft1536_cap30/policy``) into the
+installs a saved warm start (e.g. ``data/warm_starts/alfworld_tiny_sft1536_cap30/policy``) into the
 cache first, under the key of this configuration, so that it and every later run of it start from
 those weights. ``--env-module M`` (repeatable) imports a module of one's own whose ``register_env``
 calls define the env that ``--env`` names; the run's config keeps it (``env.module``), so a resumed

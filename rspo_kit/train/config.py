@@ -19,6 +19,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 # Mode lists live in the module that implements them; the config only points at them.
 from rspo_kit.algos.offpolicy import OffPolicyMode
+from rspo_kit.paths import warm_start_policy
 from rspo_kit.rewards.signals import Signal
 from rspo_kit.swap.replay import ReplayFilter
 
@@ -753,13 +754,13 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     # ALFWorld: 40,000 env steps (a budget at which plain GRPO measurably improves on its warm start on
     # the 120-task splits), lr 3e-5 (tuned on valid from this warm start), episodes capped at 30 steps,
     # success as the outcome; the warm start is 1,536 SFT updates under the same cap (what 10 minutes
-    # gave on 2 cores, as a count: the same schedule on any machine; results/warm_starts/README.md).
+    # gave on 2 cores, as a count: the same schedule on any machine; data/warm_starts/README.md).
     "alfworld-40k": {
         "env": {"name": "alfworld", "train_tasks": 400, "tasks_per_iteration": 8, "max_steps": 30},
         "policy": {
             "preset": "tiny",
             "sft_updates": 1536,
-            "warmstart_from": "results/warm_starts/alfworld_tiny_sft1536_cap30/policy",
+            "warmstart_from": warm_start_policy("alfworld_tiny_sft1536_cap30"),
         },
         "algo": {"group_size": 8, "lr": 3e-5, "minibatch_steps": 64},
         "train": _protocol_train(max_env_steps=40_000, eval_every=5),
@@ -784,7 +785,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "preset": "tiny",
             "sft_updates": 1536,
             "sft_exclude_kinds": ("look_at_obj_in_light", "pick_heat_then_place_in_recep"),
-            "warmstart_from": "results/warm_starts/alfworld_tiny_sft1536_cap30_no_look_heat/policy",
+            "warmstart_from": warm_start_policy("alfworld_tiny_sft1536_cap30_no_look_heat"),
         },
         "algo": {"group_size": 8, "lr": 3e-5, "minibatch_steps": 64},
         "train": _protocol_train(max_env_steps=40_000, eval_every=5),
@@ -798,7 +799,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "policy": {
             "preset": "tiny",
             "sft_updates": 1284,
-            "warmstart_from": "results/warm_starts/webshop_tiny_sft1284_cap15/policy",
+            "warmstart_from": warm_start_policy("webshop_tiny_sft1284_cap15"),
         },
         "reward": {"outcome_mode": "score"},
         "swap": {"replay_filter": "outcome_above_mean"},
@@ -826,7 +827,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "sft_updates": 1200,
             "sft_demo_tasks": 300,
             "sft_label_noise": 0.5,
-            "warmstart_from": "results/warm_starts/chain4x2_tiny_sft1200_noise05/policy",
+            "warmstart_from": warm_start_policy("chain4x2_tiny_sft1200_noise05"),
         },
         "algo": {"group_size": 8, "lr": 1e-3, "minibatch_steps": 64},
         "train": _protocol_train(max_env_steps=4_000, eval_every=3),

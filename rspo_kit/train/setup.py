@@ -22,7 +22,7 @@ import torch
 
 from rspo_kit.envs.base import Task
 from rspo_kit.envs.registry import load_env_module
-from rspo_kit.paths import atomic_write_text, cache_dir, repository_path
+from rspo_kit.paths import atomic_write_text, cache_dir, committed_warm_start_digest, repository_path
 from rspo_kit.policy.models import (
     CORPUS_VERSION,
     corpus_env,
@@ -159,13 +159,14 @@ def initial_policy(cfg: RunConfig, progress_bar: bool = True) -> tuple[Policy, d
 
 def install_warmstart(cfg: RunConfig, source: str | Path) -> dict:
     """Put a saved warm start (a policy folder, e.g.
-    ``results/warm_starts/alfworld_tiny_sft1536_cap30/policy``; relative to the repository root) into
+    ``data/warm_starts/alfworld_tiny_sft1536_cap30/policy``; relative to the repository root) into
     the cache under the key ``cfg`` looks up, so that every run of this configuration starts from it
     instead of an SFT run of its own: how a result is continued on another kind of CPU, where the same
     recipe builds another policy. Returns ``{"folder", "weights_sha256", "installed"}``; ``installed`` is False
     when the cache held these weights already. Where the source has a ``recipe.json`` beside it (the
     committed ones do: ``warmstart_recipe`` of the configuration that built it), it must be ``cfg``'s:
-    weights of 1,536 SFT updates do not go under the key of 3,000. A cache holding other weights under
+    weights of 1,536 SFT updates do not go under the key of 3,000; a committed one must load to the
+    digest ``data/warm_starts/manifest.json`` records. A cache holding other weights under
     the key (a warm start built here) is an error rather than replaced: runs from it may exist.
     """
     if not cfg.policy.warmstart:
@@ -183,6 +184,12 @@ def install_warmstart(cfg: RunConfig, source: str | Path) -> dict:
             shown = ", ".join(f"{k} {built.get(k)!r} (this run: {wanted.get(k)!r})" for k in differ)
             raise ValueError(f"{source} was built by another recipe: {shown}")
     digest = weights_digest(load_model(str(source))[0])
+    committed = committed_warm_start_digest(source)
+    if committed is not None and committed != digest:
+        raise ValueError(
+            f"{source} loads to weights {digest[:12]}, not the {committed[:12]} that data/warm_starts/manifest.json "
+            "records for it: the committed warm start is damaged or was replaced (git checkout restores it)"
+        )
     folder = cache_dir() / "warmstart" / warmstart_key(cfg) / "policy"
     if not (folder / "config.json").exists():
         folder.parent.mkdir(parents=True, exist_ok=True)
