@@ -48,7 +48,9 @@ def test_module_doctests_pass(module):
 def test_every_builtin_process_reward_has_a_doctest(env):
     for name in ("subgoal", "heuristic", "hack"):
         reward = process_reward(name, env=env)
-        assert ">>>" in (reward.__doc__ or ""), f"{env}/{name} lacks a doctest example"
+        written = getattr(reward, "phi", None) or getattr(reward, "fn", None)  # Φ, or the step's function
+        assert written is not None, f"{env}/{name} is registered as {reward!r}, not from a written function"
+        assert ">>>" in (written.__doc__ or ""), f"{env}/{name} lacks a doctest example"
 
 
 # ----------------------------------------------------------------------------- tables

@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from rspo_kit.paths import atomic_write_text
-from rspo_kit.rewards.process import register_process_reward
+from rspo_kit.rewards.process import PotentialReward, register_process_reward
 
 FORMAT = "rspo_kit.learned_prm/1"
 WEIGHTS_FILE = "prm.safetensors"
@@ -170,7 +170,7 @@ class LearnedPRM:
 
 
 @dataclass(frozen=True, eq=False)
-class ShapedPRM:
+class ShapedPRM(PotentialReward):
     """Potential-based shaping with a learned potential: r_p = γ·Φ(after) − Φ(before).
 
     A process reward of the shared signature. Over an episode the rewards sum to
@@ -195,17 +195,9 @@ class ShapedPRM:
         if not (0.0 <= self.gamma <= 1.0):
             raise ValueError(f"gamma must lie in [0, 1], got {self.gamma!r}")
 
-    def __call__(
-        self,
-        progress_before: Mapping[str, float],
-        progress_after: Mapping[str, float],
-        action: str,
-        valid: bool,
-        info: Mapping[str, Any],
-        /,
-    ) -> float:
-        phi_before, phi_after = self.prm.phi_batch([progress_before, progress_after]).tolist()
-        return self.gamma * phi_after - phi_before
+    def potentials(self, before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[float, float]:
+        phi_before, phi_after = self.prm.phi_batch([before, after]).tolist()  # one batched pass for both
+        return phi_before, phi_after
 
 
 def _step_samples(trajectories: Iterable[Any]) -> tuple[list[Mapping[str, Any]], list[float]]:

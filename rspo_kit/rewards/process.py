@@ -56,14 +56,130 @@ def register_process_reward(env: str, name: str) -> Callable[[RewardT], RewardT]
     return register
 
 
-@dataclass(frozen=True)
-class ProgressPotential:
-    """r_p = Φ(progress_after) − Φ(progress_before), Φ = the sum of the progress dict's numbers (or
-    the value of ``key`` alone): the generic process reward of any env that counts its progress.
+class ProcessStep(NamedTuple):
+    """One step as a process reward sees it; a plain 5-tuple in the same order works too."""
 
-    Potential-based (Ng et al., 1999), so an episode's return telescopes to Φ(last) − Φ(first) and
-    going round in circles earns nothing. Values that are not finite numbers are skipped by the sum;
-    a declared ``key`` missing from a step's progress is an error naming the keys there, never a 0.
+    progress_before: Mapping[str, float]
+    progress_after: Mapping[str, float]
+    action: str
+    valid: bool
+    info: Mapping[str, Any]
+
+
+class PotentialReward:
+    """r_p = γ · Φ(progress_after) − Φ(progress_before) for a potential Φ of the progress dict.
+
+    Potential-based shaping (Ng et al., 1999): with γ = 1 an episode's return telescopes to
+    Φ(last) − Φ(first), so each bit of progress counts once, undoing pays back what doing earned, and
+    going round in circles earns nothing; the reward needs no memory of the episode. Subclasses say what
+    Φ is (``potential``); one that computes both potentials at once overrides ``potentials``.
+    """
+
+    gamma: float = 1.0
+
+    def potential(self, progress: Mapping[str, Any]) -> float:
+        raise NotImplementedError
+
+    def potentials(self, before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[float, float]:
+        return self.potential(before), self.potential(after)
+
+    def __call__(
+        self,
+        progress_before: Mapping[str, float],
+        progress_after: Mapping[str, float],
+        action: str,
+        valid: bool,
+        info: Mapping[str, Any],
+        /,
+    ) -> float:
+        phi_before, phi_after = self.potentials(progress_before, progress_after)
+        return self.gamma * phi_after - phi_before
+
+
+@dataclass(frozen=True)
+class Potential(PotentialReward):
+    """The potential-based process reward of ``phi`` (a function of the progress dict): what
+    ``register_potential`` registers. A frozen dataclass of a module-level function, so that it
+    pickles into worker processes and prints which Φ it is.
+
+    >>> def rooms(progress):
+    ...     return progress["rooms"] / 4
+    >>> Potential(rooms)({"rooms": 1}, {"rooms": 2}, "open door", True, {})
+    0.25
+    """
+
+    phi: Callable[[Mapping[str, Any]], float]
+
+    def potential(self, progress: Mapping[str, Any]) -> float:
+        return float(self.phi(progress))
+
+    @property
+    def __name__(self) -> str:  # the name of its Φ, as a plain function's reward is named
+        return self.phi.__name__
+
+    def __repr__(self) -> str:
+        return f"Potential({self.phi.__name__})"
+
+
+@dataclass(frozen=True)
+class StepReward:
+    """A process reward written as a function of one ``ProcessStep``: what ``register_step_reward``
+    registers, called with the five arguments every process reward takes."""
+
+    fn: Callable[[ProcessStep], float]
+
+    def __call__(
+        self,
+        progress_before: Mapping[str, float],
+        progress_after: Mapping[str, float],
+        action: str,
+        valid: bool,
+        info: Mapping[str, Any],
+        /,
+    ) -> float:
+        return float(self.fn(ProcessStep(progress_before, progress_after, action, valid, info)))
+
+    @property
+    def __name__(self) -> str:
+        return self.fn.__name__
+
+    def __repr__(self) -> str:
+        return f"StepReward({self.fn.__name__})"
+
+
+PhiT = TypeVar("PhiT", bound=Callable[[Mapping[str, Any]], float])
+StepFnT = TypeVar("StepFnT", bound=Callable[[ProcessStep], float])
+
+
+def register_potential(env: str, name: str) -> Callable[[PhiT], PhiT]:
+    """Decorator on a potential Φ(progress) -> float: register ``Potential(Φ)``, the shaped reward
+    Φ(after) − Φ(before), as ``process_reward(name, env=env)``; the function itself stays Φ."""
+
+    def register(phi: PhiT) -> PhiT:
+        register_process_reward(env, name)(Potential(phi))
+        return phi
+
+    return register
+
+
+def register_step_reward(env: str, name: str) -> Callable[[StepFnT], StepFnT]:
+    """Decorator on a function of one ``ProcessStep``: register it (as ``StepReward``) as
+    ``process_reward(name, env=env)``; the function itself stays as written."""
+
+    def register(fn: StepFnT) -> StepFnT:
+        register_process_reward(env, name)(StepReward(fn))
+        return fn
+
+    return register
+
+
+@dataclass(frozen=True)
+class ProgressPotential(PotentialReward):
+    """Φ = the sum of the progress dict's numbers (or the value of ``key`` alone): the generic process
+    reward of any env that counts its progress, potential-based (``PotentialReward``).
+
+    Values that are not finite numbers are skipped by the sum; a declared ``key`` missing from a step's
+    progress is an error naming the keys there, never a 0.
 
     >>> reward = ProgressPotential()
     >>> reward({"digits": 1, "doors": 0}, {"digits": 2, "doors": 1, "room": "hall"}, "open door", True, {})
@@ -99,17 +215,6 @@ class ProgressPotential:
                 f"the generic 'progress' reward reads the numbers of info['progress'], and {dict(progress)!r} "
                 "holds none"
             )
-
-    def __call__(
-        self,
-        progress_before: Mapping[str, float],
-        progress_after: Mapping[str, float],
-        action: str,
-        valid: bool,
-        info: Mapping[str, Any],
-        /,
-    ) -> float:
-        return self.potential(progress_after) - self.potential(progress_before)
 
 
 class TrajectoryReward(Protocol):
@@ -179,8 +284,8 @@ def process_reward(name: str, *, env: str) -> ProcessReward:
     """The process reward registered as ``name`` for ``env``, else the generic ``progress`` reward for
     ``"progress"`` or ``"progress:<key>"``; a KeyError that names what the env has and how to add one.
 
-    >>> process_reward("subgoal", env="alfworld").__name__
-    'alfworld_subgoal'
+    >>> process_reward("subgoal", env="alfworld")
+    Potential(alfworld_subgoal)
     >>> process_reward("progress:digits", env="any-env")
     ProgressPotential(key='digits')
     """
@@ -288,16 +393,6 @@ def misalign(
     base_reward = process_reward(base, env=env) if isinstance(base, str) else base
     hack_reward = process_reward(hack, env=env) if isinstance(hack, str) else hack
     return weighted([(1.0 - eps, base_reward), (eps, hack_reward)])
-
-
-class ProcessStep(NamedTuple):
-    """One step as a process reward sees it; a plain 5-tuple in the same order works too."""
-
-    progress_before: Mapping[str, float]
-    progress_after: Mapping[str, float]
-    action: str
-    valid: bool
-    info: Mapping[str, Any]
 
 
 def episode_steps(
