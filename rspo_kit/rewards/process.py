@@ -66,7 +66,26 @@ class ProcessStep(NamedTuple):
     info: Mapping[str, Any]
 
 
-class PotentialReward:
+class StepScored:
+    """A process reward as an object: ``score`` reads one ``ProcessStep``, and calling it with the five
+    arguments every process reward takes scores the step they make."""
+
+    def score(self, step: ProcessStep) -> float:
+        raise NotImplementedError
+
+    def __call__(
+        self,
+        progress_before: Mapping[str, float],
+        progress_after: Mapping[str, float],
+        action: str,
+        valid: bool,
+        info: Mapping[str, Any],
+        /,
+    ) -> float:
+        return self.score(ProcessStep(progress_before, progress_after, action, valid, info))
+
+
+class PotentialReward(StepScored):
     """r_p = γ · Φ(progress_after) − Φ(progress_before) for a potential Φ of the progress dict.
 
     Potential-based shaping (Ng et al., 1999): with γ = 1 an episode's return telescopes to
@@ -83,16 +102,8 @@ class PotentialReward:
     def potentials(self, before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[float, float]:
         return self.potential(before), self.potential(after)
 
-    def __call__(
-        self,
-        progress_before: Mapping[str, float],
-        progress_after: Mapping[str, float],
-        action: str,
-        valid: bool,
-        info: Mapping[str, Any],
-        /,
-    ) -> float:
-        phi_before, phi_after = self.potentials(progress_before, progress_after)
+    def score(self, step: ProcessStep) -> float:
+        phi_before, phi_after = self.potentials(step.progress_before, step.progress_after)
         return self.gamma * phi_after - phi_before
 
 
@@ -122,22 +133,14 @@ class Potential(PotentialReward):
 
 
 @dataclass(frozen=True)
-class StepReward:
+class StepReward(StepScored):
     """A process reward written as a function of one ``ProcessStep``: what ``register_step_reward``
     registers, called with the five arguments every process reward takes."""
 
     fn: Callable[[ProcessStep], float]
 
-    def __call__(
-        self,
-        progress_before: Mapping[str, float],
-        progress_after: Mapping[str, float],
-        action: str,
-        valid: bool,
-        info: Mapping[str, Any],
-        /,
-    ) -> float:
-        return float(self.fn(ProcessStep(progress_before, progress_after, action, valid, info)))
+    def score(self, step: ProcessStep) -> float:
+        return float(self.fn(step))
 
     @property
     def __name__(self) -> str:
@@ -321,7 +324,7 @@ def process_reward(name: str, *, env: str) -> ProcessReward:
 
 
 @dataclass(frozen=True)
-class WeightedReward:
+class WeightedReward(StepScored):
     """Σ_i w_i · r_i(step): a process reward built from weighted process rewards.
 
     A frozen dataclass rather than a closure so that it pickles into worker processes and prints
@@ -330,19 +333,8 @@ class WeightedReward:
 
     terms: tuple[tuple[float, ProcessReward], ...]
 
-    def __call__(
-        self,
-        progress_before: Mapping[str, float],
-        progress_after: Mapping[str, float],
-        action: str,
-        valid: bool,
-        info: Mapping[str, Any],
-        /,
-    ) -> float:
-        total = 0.0
-        for weight, reward in self.terms:
-            total += weight * reward(progress_before, progress_after, action, valid, info)
-        return total
+    def score(self, step: ProcessStep) -> float:
+        return sum((weight * reward(*step) for weight, reward in self.terms), 0.0)
 
 
 def weighted(terms: Iterable[tuple[float, ProcessReward]]) -> WeightedReward:
