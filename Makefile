@@ -26,7 +26,7 @@ sysdeps:
 	fi
 
 # The package and what the demo needs (pyproject.toml's notebook extra: widgets, plotly, papermill, ipykernel).
-$(STAMP): pyproject.toml setup.py | sysdeps
+$(STAMP): pyproject.toml | sysdeps
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "rspo_kit needs Python >= 3.10"'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -71,11 +71,11 @@ $(KERNEL_SPEC): $(STAMP)
 kernel: $(KERNEL_SPEC)
 
 # Headless notebook runs: no download progress bars from Hugging Face or tqdm (they would be stored as
-# widget outputs). The quickstart's runner (rspo_kit.experiments.quickstart) sets the same itself.
+# widget outputs). The quickstart's runner (rspo_kit.studies.quickstart) sets the same itself.
 HEADLESS := HF_HUB_DISABLE_PROGRESS_BARS=1 TQDM_DISABLE=1
 
 # Main job: notebooks/00_quickstart.ipynb headless (papermill, through `python -m
-# rspo_kit.experiments.quickstart`, which starts the kernel on local sockets: no warning about plain TCP):
+# rspo_kit.studies.quickstart`, which starts the kernel on local sockets: no warning about plain TCP):
 # plain GRPO, RSPO-GRPO (the paper's Algorithm 1 at k = 3, α = 1/8) and GRPO on the dense reward alone,
 # trained side by side from the chain testbed's committed warm start for the same updates of A, then
 # plain GRPO run on to RSPO's env steps; the final sampled success at both budgets, paired task by task.
@@ -86,11 +86,11 @@ DEMO_DIR     := runs/demo
 DEMO_THREADS ?= $(shell nproc 2>/dev/null || echo 2)
 demo: setup kernel
 	rm -rf $(DEMO_DIR)/run
-	$(HEADLESS) $(PY) -m rspo_kit.experiments.quickstart $(DEMO_DIR)/00_quickstart.ipynb \
+	$(HEADLESS) $(PY) -m rspo_kit.studies.quickstart $(DEMO_DIR)/00_quickstart.ipynb \
 	  -p THREADS $(DEMO_THREADS) -p RUN_DIR $(DEMO_DIR)/run
 
 # Experiment sweeps: notebooks/04_training.ipynb over algorithm x variant x seed on a protocol preset
-# (PROTOCOL: alfworld-40k or webshop-7k in rspo_kit/train/config.py: the committed warm start, the
+# (PROTOCOL: alfworld-40k or webshop-7k in rspo_kit/train/presets.py: the committed warm start, the
 # env-step budget, learning rate, episode cap and evaluations of results/). First the preset's
 # starting policy gets the cells' final evaluation in $(SWEEP_OUT)/warmstart_run, the reference of
 # `python -m rspo_kit.experiments.report $(SWEEP_OUT) --reference $(SWEEP_OUT)/warmstart_run`.

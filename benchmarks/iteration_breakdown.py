@@ -107,7 +107,7 @@ def run_cell(args) -> dict:
     """One cell, in this process: train, then report per-iteration parts, tokens and peak memory."""
     import torch
 
-    from rspo_kit.train.config import preset
+    from rspo_kit.train.presets import preset
     from rspo_kit.train.setup import initial_policy
     from rspo_kit.train.trainer import Trainer
 

@@ -26,7 +26,7 @@ import torch
 
 import rspo_kit.policy.rollout as rollout_module
 from rspo_kit.policy.evaluate import evaluate
-from rspo_kit.train.config import preset
+from rspo_kit.train.presets import preset
 from rspo_kit.train.setup import initial_policy
 
 

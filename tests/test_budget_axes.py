@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from test_sweep import _fake_sweep
 
-from rspo_kit.experiments.sweep import aggregate, curve_figure
+from rspo_kit.experiments.aggregation import aggregate
+from rspo_kit.experiments.figures import curve_figure
 
 
 def _cell(updates_per_point: int, steps_per_update: int, rise: float) -> dict:
@@ -57,7 +58,7 @@ def test_run_statistics_count_a_paper_loop_run_by_its_budget_columns():
 
     import pandas as pd
 
-    from rspo_kit.experiments.report import run_statistics
+    from rspo_kit.experiments.training_statistics import run_statistics
 
     m = pd.DataFrame(
         {

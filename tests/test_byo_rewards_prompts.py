@@ -34,8 +34,11 @@ from rspo_kit.policy.prompts import (
 )
 from rspo_kit.rewards import ProgressPotential, has_process_reward, process_return, process_reward
 from rspo_kit.train import preset, train
-from rspo_kit.train.config import EnvConfig, RunConfig, from_parameters, process_reward_use
-from rspo_kit.train.trainer import _checked, _differences
+from rspo_kit.train.checks import checked
+from rspo_kit.train.config import EnvConfig, RunConfig, process_reward_use
+from rspo_kit.train.presets import from_parameters
+from rspo_kit.train.resume import differences
+from rspo_kit.train.rewards import run_rewards
 
 ROOMS = ("hall", "library", "larder", "tower")
 FILLER = (
@@ -201,7 +204,7 @@ def test_a_variant_needing_a_missing_process_reward_fails_before_the_warm_start(
     ):
         train(cfg)
     cfg.reward.process = "progress"
-    assert _checked(cfg) is cfg  # the generic one is found, and the attic's progress holds numbers
+    assert checked(cfg) is cfg  # the generic one is found, and the attic's progress holds numbers
 
 
 def test_the_generic_reward_on_an_env_without_progress_numbers_fails_before_the_warm_start(
@@ -215,7 +218,7 @@ def test_the_generic_reward_on_an_env_without_progress_numbers_fails_before_the_
 
 @pytest.mark.parametrize("variant", ["plain", "control"])
 def test_outcome_only_variants_pass_the_checks_without_a_process_reward(variant):
-    assert _checked(preset("smoke", env="attic", swap=variant)).env.name == "attic"
+    assert checked(preset("smoke", env="attic", swap=variant)).env.name == "attic"
 
 
 def test_plain_and_rspo_train_on_a_user_env(tmp_path):
@@ -281,13 +284,13 @@ def test_env_module_is_checked_typed_and_imported_before_the_env_is_needed(tmp_p
     cfg = preset("smoke", env="byo-door", env__module=str(path))
     with pytest.raises(KeyError, match="byo-door"):
         make_env("byo-door")  # nothing imported the module yet
-    _checked(cfg)  # imports it: a resumed run or a sweep cell finds the env from its config alone
+    checked(cfg)  # imports it: a resumed run or a sweep cell finds the env from its config alone
     assert make_env("byo-door").reset(None).text == "A closed door."
     again = RunConfig.from_dict(cfg.to_dict())  # config.json keeps it
     assert again.env.module == str(path)
     other = RunConfig.from_dict(cfg.to_dict())
     other.env.module = "elsewhere.envs"
-    assert any(d.startswith("env.module:") for d in _differences(again, other))  # not changeable on resume
+    assert any(d.startswith("env.module:") for d in differences(again, other))  # not changeable on resume
     params = from_parameters({"PRESET": "smoke", "ENV": "byo-door", "ENV_MODULE": str(path)})
     assert params.env.module == str(path)
 
@@ -499,14 +502,14 @@ def test_the_misalignment_knob_of_a_run_mixes_in_the_hackable_term_its_config_na
     monkeypatch.setattr(trainer_module, "initial_policy", _no_warm_start)
     cfg = preset("smoke", env="attic", swap="rspo", reward__process="progress", reward__misalign_eps=0.5)
     with pytest.raises(ValueError, match=r"no process reward 'hack' for env 'attic'.*reward\.hack"):
-        _checked(cfg)
+        checked(cfg)
 
     @register_process_reward("attic", "revisit")
     def revisit(before, after, action, valid, info):  # pays for walking, whether or not it helps
         return 1.0 if valid and action.startswith("go ") else 0.0
 
     cfg.reward.hack = "revisit"
-    reward = trainer_module.run_rewards(_checked(cfg)).process
+    reward = run_rewards(checked(cfg)).process
     before, after = {"items": 0, "rooms": 1}, {"items": 0, "rooms": 2}
     # half of the progress potential (one new room) plus half of the walk's pay
     assert reward(before, after, "go cellar", True, {}) == pytest.approx(0.5 * 1.0 + 0.5 * 1.0)

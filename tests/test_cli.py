@@ -13,7 +13,8 @@ import pytest
 
 import rspo_kit.train.__main__ as cli
 import rspo_kit.train.trainer as trainer
-from rspo_kit.train.config import PRESETS, Algo, RunConfig
+from rspo_kit.train.config import Algo, RunConfig
+from rspo_kit.train.presets import PRESETS
 
 
 @pytest.fixture

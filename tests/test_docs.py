@@ -231,7 +231,7 @@ def check_command(command: str) -> None:
                 name, value = arg.split("=", 1)
                 assert re.search(rf"\b{name}\b", makefile), f"the Makefile does not use {name}"
                 if name == "PROTOCOL" and "<" not in value:
-                    from rspo_kit.train.config import PRESETS
+                    from rspo_kit.train.presets import PRESETS
 
                     assert value in PRESETS, f"PROTOCOL={value}: not a preset"
             elif not arg.startswith("-"):
@@ -362,7 +362,7 @@ def _section(page: str, heading: str) -> str:
 
 
 def test_the_presets_table_lists_every_preset():
-    from rspo_kit.train.config import PRESETS
+    from rspo_kit.train.presets import PRESETS
 
     rows = re.findall(r"^\| `([\w.-]+)` \|", _section("training.md", "Presets"), re.M)
     assert rows == list(PRESETS)

@@ -122,7 +122,7 @@ def _kind_sweep(out, parameters: dict):
     """An archived sweep of variant × seed under ``parameters`` whose cells recorded final episodes:
     RSPO wins one of the two left-out tasks (t0, t2) each seed, plain none; on the others they tie
     on average."""
-    from rspo_kit.experiments.sweep import plan
+    from rspo_kit.experiments.grid import plan
     from rspo_kit.records import write_episodes
 
     won = {"rspo": [[1, 1, 0, 1], [0, 1, 1, 0]], "plain": [[0, 1, 0, 1], [0, 0, 0, 1]]}
@@ -221,9 +221,16 @@ def test_report_by_kind_needs_kinds_where_the_warm_start_left_none_out(tmp_path,
 def test_the_kind_figure_shows_each_half_of_each_evaluation_over_the_seeds_beside_the_warm_start(tmp_path):
     import plotly.graph_objects as go
 
-    from rspo_kit.experiments.kinds import kind_figure, kind_frame, kind_halves, kind_record, kind_summary
-    from rspo_kit.experiments.report import cell_episodes, left_out_kinds, pooled_sweep
-    from rspo_kit.experiments.sweep import aggregate
+    from rspo_kit.experiments.aggregation import aggregate
+    from rspo_kit.experiments.by_kind import (
+        kind_figure,
+        kind_frame,
+        kind_halves,
+        kind_record,
+        kind_summary,
+        left_out_kinds,
+    )
+    from rspo_kit.experiments.pooling import cell_episodes, pooled_sweep
     from rspo_kit.records import load_episodes
 
     sweep = _kind_sweep(
@@ -315,7 +322,7 @@ def test_rollout_kinds_counts_each_roles_episodes_by_half_as_a_loop_over_episode
 
     import pandas as pd
 
-    from rspo_kit.experiments.kinds import rollout_kinds
+    from rspo_kit.experiments.by_kind import rollout_kinds
 
     rng = random.Random(0)
     rows = [

@@ -49,6 +49,6 @@ def test_the_loop_inspector_draws_bs_steps_the_swap_and_the_shifted_window(tmp_p
 
 
 def _rewards(cfg):
-    from rspo_kit.train.trainer import run_rewards
+    from rspo_kit.train.rewards import run_rewards
 
     return run_rewards(cfg)

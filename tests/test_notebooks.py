@@ -19,7 +19,8 @@ import papermill
 import pytest
 
 from rspo_kit.experiments import ensure_kernel
-from rspo_kit.experiments.sweep import HEADLESS_ENV, cell_name
+from rspo_kit.experiments.cells import HEADLESS_ENV
+from rspo_kit.experiments.grid import cell_name
 from rspo_kit.records import read_results
 
 pytestmark = pytest.mark.timeout(300)

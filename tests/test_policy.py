@@ -677,7 +677,7 @@ def test_committed_warm_starts_load_to_the_weights_their_reports_record():
 
 def test_the_warm_start_manifest_lists_every_committed_folder_its_digest_and_the_presets_that_install_it():
     from rspo_kit.paths import WARM_START_MANIFEST, committed_warm_start_digest, repository_path
-    from rspo_kit.train.config import PRESETS
+    from rspo_kit.train.presets import PRESETS
 
     root = repository_path("data/warm_starts")
     entries = json.loads(repository_path(WARM_START_MANIFEST).read_text())["warm_starts"]
@@ -696,7 +696,7 @@ def test_the_warm_start_manifest_lists_every_committed_folder_its_digest_and_the
 
 def test_a_committed_warm_start_whose_weights_differ_from_the_manifest_is_refused(tmp_path, monkeypatch):
     import rspo_kit.train.setup as setup
-    from rspo_kit.train.config import preset
+    from rspo_kit.train.presets import preset
 
     cfg = preset("chain-4k")
     monkeypatch.setattr(setup, "committed_warm_start_digest", lambda source: "0" * 64)

@@ -282,9 +282,9 @@ def test_a_run_trains_on_the_progress_model_and_the_papers_loop_defaults_to_comm
 
 def test_step_comparison_puts_both_rewards_beside_the_outcome_and_the_view_draws_them(fitted, trajs):
     pytest.importorskip("ipywidgets")
+    from rspo_kit.rewards.progress_compare import comparison_summary
     from rspo_kit.rewards.progress_model import step_comparison
     from rspo_kit.rewards.signals import RewardModel
-    from rspo_kit.rewards.progress_compare import comparison_summary
     from rspo_widgets.misalignment import ProgressModelView
 
     model, _ = fitted

@@ -1,6 +1,6 @@
-"""The quickstart's library (rspo_kit.experiments.quickstart): configs, the per-loop line, the replayed
-trajectory and its clip window, the runs and plain's continuation to RSPO's env steps, tables, paired
-differences at both budgets.
+"""The quickstart's library (rspo_kit.studies.quickstart and quickstart_tables): configs, the per-loop
+line, the replayed trajectory and its clip window, the runs and plain's continuation to RSPO's env
+steps, tables, paired differences at both budgets.
 
 The paired difference is checked against a plain loop over tasks; the replayed trajectory on a
 hand-built batch; ``run_variants`` with a stand-in for ``train``. The notebook itself runs in
@@ -20,33 +20,35 @@ import pandas as pd
 import pytest
 import torch
 
-from rspo_kit.experiments.quickstart import (
+from rspo_kit.records.episodes import write_episodes
+from rspo_kit.studies.quickstart import (
     EQUAL_STEPS,
     EQUAL_UPDATES,
     PLAIN_EQUAL_STEPS,
     VARIANTS,
-    FinalSuccess,
     LoopLine,
-    PairedDifference,
     Quickstart,
     ReplayedTrajectory,
     ReplayKeeper,
-    Summary,
-    curve_panels,
-    curve_text,
     final_key,
-    final_success,
     loop_line,
-    loop_table,
-    loop_text,
-    paired_difference,
     replayed_trajectory,
     results_table,
     run_variants,
+)
+from rspo_kit.studies.quickstart_tables import (
+    FinalSuccess,
+    PairedDifference,
+    Summary,
+    curve_panels,
+    curve_text,
+    final_success,
+    loop_table,
+    loop_text,
+    paired_difference,
     success_curves,
     summarize,
 )
-from rspo_kit.records.episodes import write_episodes
 
 FINAL = final_key("eval")
 

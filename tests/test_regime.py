@@ -16,7 +16,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from rspo_kit.experiments.regime import (
+from rspo_kit.experiments.grid import cell_name
+from rspo_kit.studies.regime_map import (
     MapKeys,
     describe_map,
     difficulty_order,
@@ -28,7 +29,6 @@ from rspo_kit.experiments.regime import (
     run_swap_statistics,
     swap_statistics,
 )
-from rspo_kit.experiments.sweep import cell_name
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -359,7 +359,7 @@ def test_the_swap_logs_the_share_of_groups_where_every_actor_episode_failed():
 
 
 def test_the_study_and_the_docs_give_the_commands_notebook_07_runs():
-    from rspo_kit.experiments.regime import RERUN_COMMANDS
+    from rspo_kit.studies.regime_map import RERUN_COMMANDS
 
     root = Path(__file__).resolve().parents[1]
     for page in ("results/regime_map/README.md", "docs/experiments.md"):

@@ -458,7 +458,7 @@ def _archived_sweep(out, metrics: str = GOOD_ROW, results: str = '{"final_eval_s
 
 @pytest.mark.parametrize("damaged", ["results.json", "sweep.json"])
 def test_load_sweep_names_the_damaged_file(tmp_path, damaged):
-    from rspo_kit.experiments.sweep import load_sweep
+    from rspo_kit.experiments.aggregation import load_sweep
     from rspo_kit.records import RecordError
 
     out, cell = _archived_sweep(tmp_path / "sweep")

@@ -17,6 +17,8 @@ from safetensors.torch import load_file, save_file
 import rspo_kit.train.trainer as trainer_module
 from rspo_kit.train import RunConfig, Trainer, initial_policy, preset, train
 from rspo_kit.train.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, save_checkpoint
+from rspo_kit.train.resume import stored_config
+from rspo_kit.train.setup import trained_actor
 from rspo_kit.train.update import update
 
 register_lock()
@@ -97,7 +99,7 @@ def test_a_non_finite_gradient_norm_is_never_stepped(tmp_path):
     moments = {k: {n: v.clone() for n, v in s.items()} for k, s in learner.optimizer.state.items()}
     hooks = [p.register_hook(lambda g: g * math.nan) for p in learner.params]
     with pytest.raises(FloatingPointError, match=r"gradient norm .*nan.* not taken"):
-        update(learner, batch, cfg.algo, cfg.swap, cfg.policy.temperature)
+        update(learner, batch, cfg.algo, cfg.swap.offpolicy, temperature=cfg.policy.temperature)
     for h in hooks:
         h.remove()
     assert all(torch.equal(a, b) for a, b in zip(before, _snapshot(learner), strict=True))
@@ -117,7 +119,7 @@ def test_non_finite_parameters_after_a_step_stop_the_update(tmp_path, monkeypatc
 
     monkeypatch.setattr(learner.optimizer, "step", overflowing_step)
     with pytest.raises(FloatingPointError, match="non-finite parameters"):
-        update(learner, batch, cfg.algo, cfg.swap, cfg.policy.temperature)
+        update(learner, batch, cfg.algo, cfg.swap.offpolicy, temperature=cfg.policy.temperature)
 
 
 def test_non_finite_critic_values_stop_the_update(tmp_path):
@@ -125,7 +127,7 @@ def test_non_finite_critic_values_stop_the_update(tmp_path):
     with torch.no_grad():
         learner.value_head.net[-1].bias.fill_(math.nan)
     with pytest.raises(FloatingPointError, match="non-finite critic values"):
-        update(learner, batch, cfg.algo, cfg.swap, cfg.policy.temperature)
+        update(learner, batch, cfg.algo, cfg.swap.offpolicy, temperature=cfg.policy.temperature)
 
 
 def test_no_checkpoint_is_written_from_a_non_finite_state(tmp_path):
@@ -316,7 +318,7 @@ NOTEBOOK |= {"ITERATIONS": None, "THREADS": None, "RUN_DIR": "", "INTERACTIVE": 
     ],
 )
 def test_notebook_parameters_are_checked_naming_the_parameter(given, words):
-    from rspo_kit.train.config import from_parameters
+    from rspo_kit.train.presets import from_parameters
 
     with pytest.raises(ValueError) as err:
         from_parameters({**NOTEBOOK, **given})
@@ -325,7 +327,7 @@ def test_notebook_parameters_are_checked_naming_the_parameter(given, words):
 
 
 def test_notebook_parameters_build_the_config_the_notebook_trains():
-    from rspo_kit.train.config import from_parameters
+    from rspo_kit.train.presets import from_parameters
 
     cfg = from_parameters({**NOTEBOOK, "ITERATIONS": 3, "SEED": 2, "OVERRIDES": '{"algo.lr": "2e-4"}'})
     assert (cfg.train.iterations, cfg.train.seed, cfg.algo.lr, cfg.train.progress_bar) == (3, 2, 2e-4, False)
@@ -437,7 +439,7 @@ def test_a_config_json_with_an_unknown_field_is_an_error_naming_it(tmp_path):
     config["algo"]["learning_rat"] = 1e-5
     path = run_dir / "config.json"
     path.write_text(json.dumps(config))
-    for read in (trainer_module.trained_actor, trainer_module.stored_config):
+    for read in (trained_actor, stored_config):
         with pytest.raises(RecordError, match=rf"^{re.escape(str(path))}: .*'learning_rat'"):
             read(run_dir)
     with pytest.raises(RecordError, match=rf"^{re.escape(str(path))}: .*'learning_rat'"):
@@ -493,7 +495,7 @@ def test_the_train_package_exports_what_callers_catch_and_build_from():
 
     import rspo_kit.train as package
     from rspo_kit.train.checkpoint import CheckpointError as checkpoint_error
-    from rspo_kit.train.config import from_parameters as builder
+    from rspo_kit.train.presets import from_parameters as builder
     from rspo_kit.train.trainer import TrainingStopped as stopped
 
     assert (package.from_parameters, package.TrainingStopped, package.CheckpointError) == (

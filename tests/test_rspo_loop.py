@@ -18,6 +18,7 @@ from rspo_kit.rewards.signals import RewardModel
 from rspo_kit.swap.buffer import LoopBuffer, ReplayEntry, draw
 from rspo_kit.swap.loop import LoopBatch, LoopSettings, rspo_loop
 from rspo_kit.train import Trainer, initial_policy, preset, train
+from rspo_kit.train.resume import restore_newest
 from rspo_kit.train.update import UpdateBatch, _share_weights, batch_advantages, flatten, policy_gradient
 
 register_lock()
@@ -161,8 +162,8 @@ def test_the_actors_gradient_on_a_real_loop_ignores_a_process_reward_made_of_noi
         batch.trajs, noisy.batch_rewards(batch.trajs, "outcome"), batch.offpolicy, batch.stored_advantages
     )
     actor = trainer._learner("actor")
-    g = policy_gradient(actor, batch, cfg.algo, cfg.swap)
-    g_noise = policy_gradient(actor, relabelled, cfg.algo, cfg.swap)
+    g = policy_gradient(actor, batch, cfg.algo, cfg.swap.offpolicy)
+    g_noise = policy_gradient(actor, relabelled, cfg.algo, cfg.swap.offpolicy)
     assert all((a is None and b is None) or torch.equal(a, b) for a, b in zip(g, g_noise, strict=True))
     assert any(x is not None and x.abs().sum() > 0 for x in g)
 
@@ -306,11 +307,11 @@ def test_j_is_one_minus_alpha_j_on_plus_alpha_j_off_each_a_token_mean():
     swap = preset("smoke", env="dial", swap=True).swap
     swap.offpolicy_share = 0.25
     flat = NS(offpolicy=torch.tensor([False, False, True]))
-    on, off = _share_weights(flat, [3, 5, 2], swap)  # 8 on-policy units, 2 replayed, 10 in all
+    on, off = _share_weights(flat, [3, 5, 2], swap.offpolicy)  # 8 on-policy units, 2 replayed, 10 in all
     # token mean of w·ℓ over 10 units = 0.75 · mean_on + 0.25 · mean_off
     assert on * 8 / 10 == pytest.approx(0.75) and off * 2 / 10 == pytest.approx(0.25)
     swap.offpolicy_weighting = "data_share"
-    assert _share_weights(flat, [3, 5, 2], swap) == (1.0, 1.0)
+    assert _share_weights(flat, [3, 5, 2], swap.offpolicy) == (1.0, 1.0)
 
 
 def test_a_replayed_trajectory_learns_from_its_stored_advantage_not_from_the_drawn_subset():
@@ -395,7 +396,7 @@ def test_a_kept_buffer_resumes_with_its_stored_advantages(tmp_path):
     kept = [(e.outcome, e.advantages, e.group, e.traj.group_id) for e in first.loop_buffer.entries]
     assert kept
     again = Trainer(cfg, initial_policy(cfg, progress_bar=False)[0], start_report=report)
-    again.restore_newest()
+    restore_newest(again)
     assert [(e.outcome, e.advantages, e.group, e.traj.group_id) for e in again.loop_buffer.entries] == kept
     assert again.budget == first.budget
 

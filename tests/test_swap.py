@@ -176,7 +176,8 @@ def test_the_swap_scores_the_mixed_batch_by_outcome_and_never_by_process():
     rewards = RewardModel.build("alfworld")  # subgoals: every step of these earns a process reward
     actor = [_progress_traj("a", False, 3, 0, "actor"), _progress_traj("a", False, 2, 1, "actor")]
     explorer = [_progress_traj("a", True, 2, 10), _progress_traj("a", False, 3, 11)]
-    swap = reward_swap(actor, explorer, ReplayBuffer(10, "success"), rewards, 0.5, 2, random.Random(0))
+    buffer = ReplayBuffer(10, "success")
+    swap = reward_swap(actor, explorer, buffer, rewards, replay_ratio=0.5, group_size=2, rng=random.Random(0))
     assert [t.i for t in swap.trajs] == [0, 1, 10] and swap.offpolicy == [False, False, True]
     for t, r in zip(swap.trajs, swap.rewards, strict=True):
         assert r == [0.0] * (len(t.steps) - 1) + [rewards.outcome_return(t)]  # R_o on the last step only
@@ -208,9 +209,10 @@ def test_deriving_the_explorer_syncs_every_sync_every_and_then_trains_on_its_own
         return {"loss/policy": float(u), f"only/{u}": 1.0}
 
     actor, own = [traj("a", False, 1, "actor")], [traj("a", True, 2)]
+    batches = {"actor_batch": actor, "own_batch": own, "rewards": _SignalNames(), "x_update": x_update}
     for k in range(1, 6):
         seen.clear()
-        m = derive_explorer(pair, optimizer, k, 2, 2, actor, own, _SignalNames(), x_update)
+        m = derive_explorer(pair, optimizer, iteration=k, sync_every=2, updates=2, **batches)
         sync = k in (1, 3, 5)
         assert len(synced) == (k + 1) // 2 and syncs_at(k, 2) == sync
         batch = [1] if sync else [2]  # D_A right after a sync (B = A), else B's own D_B
@@ -220,7 +222,7 @@ def test_deriving_the_explorer_syncs_every_sync_every_and_then_trains_on_its_own
         assert m == {"loss/policy": 1.0, "only/0": 1.0, "only/1": 1.0}  # the later update's value wins
     # the control (no dense training): B is A, synced, and takes no update
     seen.clear()
-    assert derive_explorer(pair, optimizer, 7, 1, 0, actor, own, _SignalNames(), x_update) == {}
+    assert derive_explorer(pair, optimizer, iteration=7, sync_every=1, updates=0, **batches) == {}
     assert seen == [] and len(optimizer.state) == 0
 
 
@@ -234,7 +236,15 @@ def test_a_persistent_explorer_is_synced_once_and_then_trains_on_its_own_rollout
     actor, own = [traj("a", False, 1, "actor")], [traj("a", True, 2)]
     for k in range(1, 6):
         derive_explorer(
-            pair, optimizer, k, 0, 2, actor, own, _SignalNames(), lambda b, r, u: seen.append(b[0].i) or {}
+            pair,
+            optimizer,
+            iteration=k,
+            sync_every=0,
+            updates=2,
+            actor_batch=actor,
+            own_batch=own,
+            rewards=_SignalNames(),
+            x_update=lambda b, r, u: seen.append(b[0].i) or {},
         )
     assert len(synced) == 1 and [syncs_at(k, 0) for k in range(1, 4)] == [True, False, False]
     assert seen == [1, 1] + [2, 2] * 4  # two updates per iteration: on D_A once, then on B's own D_B
@@ -250,8 +260,9 @@ def test_a_replayed_trajectory_adds_no_optimizer_step_of_its_own(monkeypatch):
     """
     import torch
 
+    from rspo_kit.algos.offpolicy import OffPolicy
     from rspo_kit.train import update as U
-    from rspo_kit.train.config import AlgoConfig, SwapConfig
+    from rspo_kit.train.config import AlgoConfig
 
     def episode(task: str, n_steps: int, i: int, source: str, won: bool = False):
         t = _progress_traj(task, won, n_steps, i, source)
@@ -269,7 +280,7 @@ def test_a_replayed_trajectory_adds_no_optimizer_step_of_its_own(monkeypatch):
     n = sum(len(t.steps) for t in trajs)
     assert n == 263
 
-    def prepare(learner, flat, cfg, swap, temperature, clock=None):
+    def prepare(learner, flat, cfg, offpolicy, temperature, clock=None):
         ones, zeros = [torch.ones(1) for _ in flat.steps], [torch.zeros(1) for _ in flat.steps]
         units = U.Units(zeros, ones, [torch.zeros(1, dtype=torch.bool)] * n, ones, ones)
         return None, U.Advantages(torch.zeros(n)), units
@@ -277,7 +288,7 @@ def test_a_replayed_trajectory_adds_no_optimizer_step_of_its_own(monkeypatch):
     sizes = []
     monkeypatch.setattr(U, "_prepare", prepare)
     monkeypatch.setattr(U, "_minibatch_loss", lambda learner, flat, adv, sel, *a: sizes.append(sel) or {})
-    U.update(NS(), batch, AlgoConfig(name="grpo", minibatch_steps=64), SwapConfig())
+    U.update(NS(), batch, AlgoConfig(name="grpo", minibatch_steps=64), OffPolicy())
     assert sorted(i for sel in sizes for i in sel) == list(range(n))  # every step once
     assert [len(sel) for sel in sizes] == [66, 66, 66, 65]
 

@@ -17,6 +17,10 @@ import pandas as pd
 import pytest
 from processes import alive, descendants
 
+import rspo_kit.experiments.aggregation as aggregation_module
+import rspo_kit.experiments.cells as cells_module
+import rspo_kit.experiments.grid as grid_module
+import rspo_kit.experiments.intervals as intervals_module
 import rspo_kit.experiments.sweep as sweep_module
 import rspo_kit.records.notebook as notebook_module
 from rspo_kit.experiments import (
@@ -88,7 +92,7 @@ def _log_lines(path: Path) -> list[str]:
 
 # ------------------------------------------------------------------------------------ the record shim
 def test_library_docstring_examples():
-    for module in (notebook_module, sweep_module):
+    for module in (notebook_module, grid_module, intervals_module):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0 and result.failed == 0
 
@@ -161,7 +165,7 @@ def test_sweeps_started_at_once_into_one_folder_keep_every_cell_in_the_manifest(
     for proc in procs:
         proc.join(60)
     assert [proc.exitcode for proc in procs] == [0] * 6
-    manifest = json.loads((tmp_path / sweep_module.MANIFEST).read_text())
+    manifest = json.loads((tmp_path / grid_module.MANIFEST).read_text())
     assert sorted(manifest["cells"]) == [f"SEED={seed}" for seed in range(6)]
     assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
 
@@ -289,8 +293,9 @@ def test_paired_report_differences_seed_by_seed_per_algorithm(tmp_path, capsys):
 
 
 def test_report_reads_several_folders_as_one_sweep(tmp_path, capsys):
+    from rspo_kit.experiments.pairing import paired_table
+    from rspo_kit.experiments.pooling import pooled_sweep
     from rspo_kit.experiments.report import main as report_main
-    from rspo_kit.experiments.report import paired_table, pooled_sweep
 
     # a sweep, then an ablation of it in a second folder: a further knob, whose default the notebook says;
     # grids of notebook 04's UPPERCASE parameters, read under the config's names
@@ -421,7 +426,7 @@ def test_report_draws_the_curves_of_several_folders_in_one_figure(tmp_path, caps
 
 
 def test_aggregate_pooled_writes_beside_the_folders_it_reads_and_leaves_them_as_they_were(tmp_path):
-    from rspo_kit.experiments.report import aggregate_pooled, pooled_status
+    from rspo_kit.experiments.pooling import aggregate_pooled, pooled_status
 
     first = {
         f"SEED={s}__SWAP={v}": {
@@ -460,11 +465,11 @@ def test_cell_progress_shows_the_last_evaluation_and_a_score_of_its_own(tmp_path
         '{"iteration": 5, "rollout/cumulative_env_steps": 1200.0, "eval/success": 0.05, "eval/score": 51.9}\n'
         '{"iteration": 6, "rollout/cumulative_env_steps": 1410.0}\n'
     )
-    assert sweep_module.cell_progress(tmp_path) == "iteration 6, 1,410 env steps, last eval 5.0% (score 51.9)"
+    assert cells_module.cell_progress(tmp_path) == "iteration 6, 1,410 env steps, last eval 5.0% (score 51.9)"
     (tmp_path / "metrics.jsonl").write_text('{"iteration": 2, "eval/success": 0.25, "eval/score": 0.25}\n')
-    assert sweep_module.cell_progress(tmp_path) == "iteration 2, last eval 25.0%"  # ALFWorld: score = success
+    assert cells_module.cell_progress(tmp_path) == "iteration 2, last eval 25.0%"  # ALFWorld: score = success
     (tmp_path / "metrics.jsonl").write_text('{"iteration": 3, "eval/su')  # caught halfway through a write
-    assert sweep_module.cell_progress(tmp_path) is None
+    assert cells_module.cell_progress(tmp_path) is None
 
 
 def test_report_rows_follow_the_grid_not_the_alphabet(tmp_path, capsys):
@@ -593,7 +598,7 @@ def test_report_shows_scores_in_their_units_and_the_trained_outcome_where_it_is_
 
 
 def test_report_statistics_leave_out_the_outcome_where_it_is_the_success():
-    from rspo_kit.experiments.report import run_statistics
+    from rspo_kit.experiments.training_statistics import run_statistics
 
     rows = {"iteration": [0, 1, 2], "rollout/cumulative_env_steps": [0, 90, 180]}
     rows |= {
@@ -977,7 +982,7 @@ def test_a_grid_of_config_fields_reaches_the_notebook_as_overrides(tmp_path, cap
 def test_config_fields_need_a_notebook_that_takes_overrides(tiny_notebook, tmp_path):
     with pytest.raises(ValueError, match="OVERRIDES parameter"):
         run_sweep(tiny_notebook, {"algo.lr": [1e-4]}, tmp_path / "out", log=None)
-    assert sweep_module.notebook_parameters({"PRESET": "tiny", "algo": "ppo", "OVERRIDES": {"a.b": 1}}) == {
+    assert grid_module.notebook_parameters({"PRESET": "tiny", "algo": "ppo", "OVERRIDES": {"a.b": 1}}) == {
         "PRESET": "tiny",
         "ALGO": "ppo",
         "OVERRIDES": {"a.b": 1},
@@ -1012,7 +1017,7 @@ def test_archives_named_by_notebook_parameters_read_in_the_config_columns(tmp_pa
     }
     more = {n: {"final_eval_success": 0.1 + scores[s]} for n, s in zip(new, scores, strict=True)}
     second = _archive(tmp_path / "new", ["algo.name", "variant", "train.seed"], new, more)
-    manifest, rows = sweep_module.load_sweep(first)
+    manifest, rows = aggregation_module.load_sweep(first)
     assert manifest["keys"] == ["algo.name", "variant", "train.seed"]
     assert [(r["algo.name"], r["variant"], r["train.seed"]) for r in rows] == [
         ("gigpo", "plain", 0),
@@ -1036,7 +1041,7 @@ def test_archives_named_by_notebook_parameters_read_in_the_config_columns(tmp_pa
 # ----------------------------------------------------------------------------------------- protocols
 def test_protocol_presets_fix_their_env_and_start_from_the_committed_warm_start():
     from rspo_kit.paths import repository_path
-    from rspo_kit.train.config import preset
+    from rspo_kit.train.presets import preset
     from rspo_kit.train.setup import warmstart_recipe
 
     cfg = preset("alfworld-40k", algo="grpo", swap="rspo", seed=1)
@@ -1074,7 +1079,7 @@ def test_a_run_with_warmstart_from_starts_from_those_weights(tmp_path, monkeypat
     from rspo_kit.policy.models import weights_digest
     from rspo_kit.policy.rollout import Policy
     from rspo_kit.policy.sft import save_policy
-    from rspo_kit.train.config import preset
+    from rspo_kit.train.presets import preset
 
     register_lock()  # the "dial" env
     monkeypatch.setattr(setup_module, "cache_dir", lambda: tmp_path / "cache")

@@ -316,8 +316,8 @@ def test_process_rewards_never_reach_the_actor_but_drive_the_explorer(tmp_path):
         batch.trajs, aligned.batch_rewards(batch.trajs, "outcome"), batch.offpolicy, batch.stored_advantages
     )
     actor = trainer._learner("actor")
-    g_rspo = policy_gradient(actor, batch, cfg.algo, cfg.swap)
-    g_outcome = policy_gradient(actor, outcome_batch, cfg.algo, cfg.swap)
+    g_rspo = policy_gradient(actor, batch, cfg.algo, cfg.swap.offpolicy)
+    g_outcome = policy_gradient(actor, outcome_batch, cfg.algo, cfg.swap.offpolicy)
     assert all((a is None and b is None) or torch.equal(a, b) for a, b in zip(g_rspo, g_outcome, strict=True))
     assert any(g is not None and g.abs().sum() > 0 for g in g_rspo)
     # the explorer's objective does see the process reward: misaligned vs aligned differ on its dense batch
@@ -375,11 +375,11 @@ def test_microbatched_backward_accumulates_the_one_pass_gradient(algo, tmp_path)
     cfg, actor, batch = _captured_batch(tmp_path, algo)
     assert any(batch.offpolicy), "the minibatch should hold replayed (off-policy) steps"
     temperature = cfg.policy.temperature
-    reference = policy_gradient(actor, batch, cfg.algo, cfg.swap, temperature)
+    reference = policy_gradient(actor, batch, cfg.algo, cfg.swap.offpolicy, temperature=temperature)
     flat = flatten(batch)
     assert len(flat.steps) > 6, "needs several passes"
     cfg.algo.microbatch_steps = 3
-    _, adv, units = _prepare(actor, flat, cfg.algo, cfg.swap, temperature)
+    _, adv, units = _prepare(actor, flat, cfg.algo, cfg.swap.offpolicy, temperature)
     # the replayed steps' clip windows are GePPO's, centred off 1
     assert any(bool((c != 1).any()) for c, off in zip(units.center, flat.offpolicy, strict=True) if off)
     _, order, hidden = _backward(
@@ -407,7 +407,7 @@ def test_microbatch_size_changes_neither_gradient_nor_metrics(tmp_path):
             p.add_(0.01 * torch.randn(p.shape, generator=torch.Generator().manual_seed(0)))
     flat = flatten(batch)
     sel = list(range(len(flat.steps)))
-    _, adv, units = _prepare(actor, flat, cfg.algo, cfg.swap, 1.0)
+    _, adv, units = _prepare(actor, flat, cfg.algo, cfg.swap.offpolicy, 1.0)
     results = []
     for size in (len(sel), 4, 1):
         cfg.algo.microbatch_steps = size
@@ -450,7 +450,7 @@ def test_an_update_with_a_kl_coef_and_no_reference_is_an_error(tmp_path):
 
     cfg, actor, batch = _captured_batch(tmp_path, "grpo")
     with pytest.raises(ValueError, match=r"algo.kl_coef = 0.1 needs the reference policy"):
-        update(actor, batch, replace(cfg.algo, kl_coef=0.1), cfg.swap)
+        update(actor, batch, replace(cfg.algo, kl_coef=0.1), cfg.swap.offpolicy)
 
 
 # ---------------------------------------------------------------------------------- resume
@@ -578,7 +578,7 @@ def test_a_learned_prm_drives_the_explorer(tmp_path):
 
 
 def test_an_env_step_budget_ends_the_run_with_an_evaluation_of_every_final_split(tmp_path, monkeypatch):
-    import rspo_kit.train.trainer as trainer_module
+    import rspo_kit.train.evaluation as evaluation_module
 
     calls = []
 
@@ -586,8 +586,8 @@ def test_an_env_step_budget_ends_the_run_with_an_evaluation_of_every_final_split
         calls.append((split, n) if kwargs["greedy"] else (split, n, "sampled"))
         return evaluate(policy, env, split, n, **kwargs)
 
-    evaluate = trainer_module.evaluate
-    monkeypatch.setattr(trainer_module, "evaluate", counting)
+    evaluate = evaluation_module.evaluate
+    monkeypatch.setattr(evaluation_module, "evaluate", counting)
     cfg = _smoke(
         "dial",
         "grpo",
@@ -739,7 +739,7 @@ def test_tuning_on_valid_refuses_train_tasks_that_overlap_it(tmp_path):
 
 def test_a_runs_trained_actor_loads_read_only_and_evaluates_from_the_cli(tmp_path, capsys):
     from rspo_kit.evaluate.__main__ import main as evaluate_main
-    from rspo_kit.train.trainer import trained_actor
+    from rspo_kit.train.setup import trained_actor
 
     cfg = _smoke("dial", "grpo", "plain", tmp_path, train__iterations=2)
     trainer = _trainer(cfg)
@@ -782,7 +782,7 @@ def test_the_trainer_trains_the_policy_it_is_given_and_builds_no_warm_start(tmp_
     from rspo_kit.policy.models import weights_digest
     from rspo_kit.policy.rollout import Policy
     from rspo_kit.records import read_start
-    from rspo_kit.train.trainer import trained_actor
+    from rspo_kit.train.setup import trained_actor
 
     def no_warm_start(*args, **kwargs):
         raise AssertionError("a warm start was built")
@@ -824,17 +824,17 @@ def test_a_run_records_the_digest_of_the_policy_it_started_from_once(tmp_path):
 
 
 def test_a_finished_run_resumed_with_other_final_splits_evaluates_only_what_it_lacks(tmp_path, monkeypatch):
-    import rspo_kit.train.trainer as trainer_module
+    import rspo_kit.train.evaluation as evaluation_module
     from rspo_kit.train import resumable
 
     calls = []
-    evaluate = trainer_module.evaluate
+    evaluate = evaluation_module.evaluate
 
     def counting(policy, env, split, n, **kwargs):
         calls.append((split, n, "greedy" if kwargs["greedy"] else "sampled"))
         return evaluate(policy, env, split, n, **kwargs)
 
-    monkeypatch.setattr(trainer_module, "evaluate", counting)
+    monkeypatch.setattr(evaluation_module, "evaluate", counting)
     first = _smoke("dial", "grpo", "plain", tmp_path, train__iterations=2, train__final_eval_split="eval")
     train(first)
     before = _comparable(Path(first.train.run_dir))
@@ -1043,7 +1043,7 @@ def test_the_explorer_samples_at_its_own_temperature_and_each_update_at_its_batc
     roles, calls, rechecked = _roles(trainer), [], []
     real_update = trainer_module.update
 
-    def spy(learner, batch, algo, swap, temperature, seed, reference):
+    def spy(learner, batch, algo, offpolicy, *, temperature, seed, reference):
         role = roles[id(learner)]
         replayed = [s for t, o in zip(batch.trajs, batch.offpolicy, strict=True) if o for s in t.steps]
         expected = None
@@ -1051,8 +1051,10 @@ def test_the_explorer_samples_at_its_own_temperature_and_each_update_at_its_batc
             with torch.no_grad():
                 now = torch.cat(score_steps(learner.policy, replayed, cold).logp)
             behaviour = torch.tensor([s.logprob for s in replayed])
-            expected = float((now - behaviour).exp().clamp(max=swap.is_clip).mean())
-        metrics = real_update(learner, batch, algo, swap, temperature, seed, reference)
+            expected = float((now - behaviour).exp().clamp(max=offpolicy.is_clip).mean())
+        metrics = real_update(
+            learner, batch, algo, offpolicy, temperature=temperature, seed=seed, reference=reference
+        )
         if expected is not None:
             assert role == "actor" and metrics["is/mean"] == pytest.approx(expected, rel=1e-5)
             rechecked.append(expected)
@@ -1164,10 +1166,10 @@ def test_a_persistent_explorer_syncs_once_and_then_trains_on_its_own_rollouts(tm
     roles, batches, synced = _roles(trainer), [], []
     real_update, real_sync = trainer_module.update, trainer.pair.sync_explorer
 
-    def spy(learner, batch, *args):
+    def spy(learner, batch, *args, **kwargs):
         if roles[id(learner)] == "explorer":
             batches.append((trainer.iteration + 1, sorted({t.source for t in batch.trajs})))
-        return real_update(learner, batch, *args)
+        return real_update(learner, batch, *args, **kwargs)
 
     monkeypatch.setattr(trainer_module, "update", spy)
     trainer.pair.sync_explorer = lambda: (synced.append(trainer.iteration + 1), real_sync())
@@ -1189,7 +1191,7 @@ def _persistent(tmp_path, iterations: int, **extra) -> RunConfig:
 def test_a_persistent_explorer_resumes_exactly(tmp_path):
     """B is never re-derived from A: a resumed run must restore it (weights, optimizer, its last D_B)."""
     from rspo_kit.train import resumable
-    from rspo_kit.train.trainer import trained_actor
+    from rspo_kit.train.setup import trained_actor
 
     full = _persistent(tmp_path / "full", 4, swap__replay_filter="all")
     train(full)
@@ -1246,7 +1248,7 @@ def test_the_update_scores_candidates_as_the_rollout_sampled_them(choice_score, 
     from dataclasses import replace
 
     from rspo_kit.policy.step_scores import score_steps
-    from rspo_kit.train.trainer import trained_actor
+    from rspo_kit.train.setup import trained_actor
 
     cfg = _smoke("dial", "grpo", True, tmp_path, policy__choice_score=choice_score, train__iterations=1)
     collected = []

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, get_args
 
 if TYPE_CHECKING:
@@ -27,6 +28,19 @@ if TYPE_CHECKING:
 # tensors it is given: reading a config (or the CLI's --help) does not import torch.
 OffPolicyMode = Literal["shifted", "truncated_is", "luffy", "none"]
 OFFPOLICY_MODES: tuple[str, ...] = get_args(OffPolicyMode)
+
+
+@dataclass(frozen=True)
+class OffPolicy:
+    """What an update reads of the off-policy objective (``rspo_kit.train.update.update``; a run's
+    ``SwapConfig.offpolicy``): the correction of replayed units (``clip``: ``swap.offpolicy_clip``),
+    truncated_is's cap (``swap.is_clip``), and ``share``, the α of J = (1 − α)·J_on + α·J_off with each
+    part its own token mean (the paper's loop under ``swap.offpolicy_weighting = "explicit"``; None:
+    one token mean over the whole batch)."""
+
+    clip: OffPolicyMode = "shifted"
+    is_clip: float = 2.0
+    share: float | None = None
 
 
 def _unit_weights(logp_current: Tensor, logp_behaviour: Tensor, is_clip: float) -> Tensor:

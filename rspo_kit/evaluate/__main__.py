@@ -79,7 +79,7 @@ def main(argv=None) -> int:
     folder = Path(args.policy)
     try:
         if (folder / METRICS_FILE).exists() or (folder / "latest").exists():  # a training run: its actor
-            from rspo_kit.train.trainer import trained_actor
+            from rspo_kit.train.setup import trained_actor
 
             policy = trained_actor(args.policy)
         else:

@@ -27,7 +27,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from rspo_kit.experiments.sweep import MANIFEST, load_sweep
+from rspo_kit.experiments.aggregation import load_sweep
+from rspo_kit.experiments.grid import MANIFEST
 from rspo_kit.paths import atomic_write_text
 from rspo_kit.records.episodes import EPISODES_FILE
 from rspo_kit.records.metrics import METRICS_FILE

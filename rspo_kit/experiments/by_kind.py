@@ -5,7 +5,8 @@ group on them, so they are where RSPO's explorer has groups to rescue; the kinds
 the regime is the ordinary one. ``kind_frame`` splits every final evaluation of a sweep's cells into
 those two halves (one row per cell, evaluation and half), ``kind_summary`` averages each over the
 seeds with a 95% t-interval, and ``kind_figure`` draws it (notebook 06). ``report --by-kind`` prints
-the same split as tables (``rspo_kit.experiments.report.kind_table``).
+the same split as tables (``kind_table``), by the kinds the cells' warm start left out
+(``left_out_kinds``: ``policy.sft_exclude_kinds`` as they ran with it) unless it is given others.
 
 Why a half stays at 0% shows in the training rollouts (``rollout_kinds``, from a run's turn tables):
 how many of the actor's and the explorer's episodes on the kinds left out were won, and how far they got.
@@ -22,13 +23,20 @@ from typing import Any
 
 import pandas as pd
 
-from rspo_kit.experiments.sweep import GROUP_COLORS, SEED_KEY, mean_ci
+from rspo_kit.experiments.aggregation import load_sweep
+from rspo_kit.experiments.figures import GROUP_COLORS
+from rspo_kit.experiments.grid import SEED_KEY
+from rspo_kit.experiments.intervals import mean_ci
+from rspo_kit.experiments.pooling import notebook_defaults, preset_fields
+from rspo_kit.experiments.tables import cells_frame
 from rspo_kit.records import load_turns
 
 # the two halves of an evaluation, and what each is called in figures
 KIND_HALVES = ("left_out_kinds", "sft_kinds")
 HALF_LABELS = {KIND_HALVES[0]: "kinds left out", KIND_HALVES[1]: "kinds shown"}
 _REFERENCE_COLOR = "#7f7f7f"
+# the field that names the task kinds a warm start never saw
+EXCLUDE_FIELD = "policy.sft_exclude_kinds"
 
 
 def half_of(kinds: pd.Series, left_out: Collection[str]) -> pd.Series:
@@ -294,3 +302,58 @@ def kind_record(summary: pd.DataFrame, by: Sequence[str]) -> dict[str, dict[str,
     for r in summary.to_dict("records"):
         out.setdefault(_group_label(r, by), {})[f"{r['half']} {r['evaluation']}"] = float(r["mean"])
     return out
+
+
+def kind_table(table: pd.DataFrame, episodes: Mapping[str, pd.DataFrame], by: Sequence[str]) -> pd.DataFrame:
+    """One row per finished cell with episodes (already ``split_by_kind``): its grid values and the
+    success of each half of each final evaluation (``kind_metric`` columns), for ``markdown_table``."""
+    rows = []
+    for row in table.to_dict("records"):
+        if row["cell"] not in episodes:
+            continue
+        success = episodes[row["cell"]].groupby("evaluation", sort=False)["won"].mean()
+        keys = {k: row[k] for k in [*by, SEED_KEY] if k in row}
+        rows.append(keys | {kind_metric(e): float(v) for e, v in success.items()})
+    return cells_frame(rows, by)
+
+
+def left_out_kinds(out_dirs: Sequence[str | Path], manifest: Mapping) -> tuple[str, ...]:
+    """The task kinds the warm start of a sweep's cells left out (``policy.sft_exclude_kinds`` as they
+    ran with it: a grid key, a fixed parameter, else their preset's), ``()`` where it left none out. A
+    ValueError where the cells differ in it: then name the kinds (``--by-kind KIND,KIND``)."""
+    if EXCLUDE_FIELD in manifest["keys"]:
+        values = {tuple(kind_names(c.get(EXCLUDE_FIELD))) for c in manifest["cells"].values()}
+    else:
+        values = {tuple(kind_names(_ran_with_field(d, EXCLUDE_FIELD))) for d in out_dirs}
+    if len(values) > 1:
+        shown = " vs ".join(", ".join(v) or "none" for v in sorted(values))
+        raise ValueError(
+            f"the cells left out different kinds ({EXCLUDE_FIELD}: {shown}); name the kinds: --by-kind KIND,KIND"
+        )
+    return values.pop() if values else ()
+
+
+def sweep_left_out_kinds(out_dirs: Sequence[str | Path], manifest: Mapping) -> tuple[str, ...]:
+    """``left_out_kinds``, and a ValueError where the cells' warm start left none out."""
+    kinds = left_out_kinds(out_dirs, manifest)
+    if not kinds:
+        raise ValueError(
+            f"the cells' warm start left no task kind out ({EXCLUDE_FIELD} is empty); name the kinds to "
+            "split by: --by-kind KIND,KIND"
+        )
+    return kinds
+
+
+def kind_names(value: Any) -> list[str]:
+    """Task kinds as a config holds them (a tuple), a parameter (text, comma-separated) or JSON (a list)."""
+    names = value.split(",") if isinstance(value, str) else list(value or ())
+    return sorted(n.strip() for n in names if n.strip())
+
+
+def _ran_with_field(out_dir: str | Path, dotted: str) -> Any:
+    """The value of config field ``dotted`` that a sweep folder's cells ran with where its grid does
+    not vary it: its fixed parameter, else its preset's (``preset_fields``), else None."""
+    manifest, _ = load_sweep(out_dir)
+    defaults = notebook_defaults(manifest.get("notebook"))
+    parameters = {k: defaults.get(k) for k in ("PRESET", "env.name")} | manifest.get("parameters", {})
+    return preset_fields(parameters).get(dotted, parameters.get(dotted))

@@ -4,7 +4,7 @@
         --grid '{"variant": ["plain", "rspo"], "train.seed": [0, 1, 2]}' --out /shared/sweeps/a40k \\
         --backend ray --address auto
 
-Each cell is one Ray task that does what a pool worker does (``sweep._run_cell``: papermill runs the
+Each cell is one Ray task that does what a pool worker does (``cells.run_cell``: papermill runs the
 notebook into ``OUT/<cell>.ipynb`` with ``RUN_DIR`` ``OUT/<cell>/``), holding ``cpus_per_cell`` CPUs
 (its torch threads) and ``gpus_per_cell`` GPUs. Without an address the sweep starts a Ray of its own
 on this machine, sized to its cores, and stops it at the end; a process that has already joined a
@@ -29,6 +29,15 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from rspo_kit.experiments.cells import (
+    KERNEL_NAME,
+    cell_progress,
+    ensure_kernel,
+    run_cell,
+    terminate_as_interrupt,
+    usable_cores,
+)
 
 INSTALL_HINT = "pip install -e '.[cluster]'"
 LOCAL = "local"  # the address recorded for a Ray the sweep started on this machine
@@ -86,19 +95,17 @@ def run_cell_on_node(
     gpus: float,
     cwd: str,
 ) -> tuple[float, str | None]:
-    """One cell inside a Ray worker, on whichever node Ray chose: ``sweep._run_cell`` there.
+    """One cell inside a Ray worker, on whichever node Ray chose: ``cells.run_cell`` there.
 
     The kernel starts in the sweep's working directory where the node has it (a shared checkout), so
     relative paths mean what they mean to the local pool. A cell that holds no GPU sees none: Ray
     hides the GPUs of other tasks, not those of a task that asked for none.
     """
-    from rspo_kit.experiments.sweep import KERNEL_NAME, _run_cell, ensure_kernel
-
     if not gpus:
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
     if kernel_name == KERNEL_NAME:  # another node's virtualenv registers its own
         ensure_kernel(kernel_name)
-    return _run_cell(
+    return run_cell(
         notebook, output, parameters, kernel_name, threads, timeout_s, cwd if os.path.isdir(cwd) else None
     )
 
@@ -114,8 +121,6 @@ def recorded_address(address: str | None) -> str:
 
 def _connect(ray, address: str | None) -> bool:
     """Join the Ray at ``address``, or start one on this machine; True if this call started it."""
-    from rspo_kit.experiments.sweep import usable_cores
-
     if ray.is_initialized():
         return False
     quiet = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
@@ -162,8 +167,6 @@ def execute_on_ray(
     before queueing the cell). Stopping the sweep (Ctrl-C, SIGTERM) cancels the tasks: queued ones
     never start, running ones are killed with their workers and kernels.
     """
-    from rspo_kit.experiments.sweep import _terminate_as_interrupt, cell_progress
-
     ray = import_ray()
     started = _connect(ray, cells.address)
     try:
@@ -183,7 +186,7 @@ def execute_on_ray(
         run = (kernel, cells.threads, timeout_s, cells.gpus, cwd)  # the same for every cell
         refs = {task.remote(str(notebook), str(c.notebook), params, *run): c for c, params in jobs}
         pending = list(refs)
-        with _terminate_as_interrupt():  # entered after ray.init, which installs a SIGTERM handler of its own
+        with terminate_as_interrupt():  # entered after ray.init, which installs a SIGTERM handler of its own
             try:
                 while pending:
                     done, pending = ray.wait(pending, num_returns=1, timeout=progress_s)

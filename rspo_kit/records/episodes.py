@@ -1,5 +1,5 @@
 """Every episode of a run's final evaluations, one row each, so that two runs evaluated on the same
-tasks can be compared task by task (``rspo_kit.experiments.report``'s paired-by-task table).
+tasks can be compared task by task (``rspo_kit.experiments.pairing.task_paired_table``).
 
 A run writes ``final_episodes.parquet``: one row per (evaluation, task, sample), where the
 evaluation is the metrics prefix it reports under (``final/eval``, ``final_sampled/eval_unseen``).

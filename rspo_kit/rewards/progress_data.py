@@ -41,7 +41,7 @@ Source = Literal["warm_start", "noisy_expert"]
 SOURCES: tuple[str, ...] = ("warm_start", "noisy_expert")
 
 # The policies whose episodes train an env's committed progress model, and the episode caps their
-# protocols run under (rspo_kit.train.config PRESETS: alfworld-40k, webshop-7k, chain-4k).
+# protocols run under (rspo_kit.train.presets PRESETS: alfworld-40k, webshop-7k, chain-4k).
 WARM_STARTS: dict[str, tuple[str, int | None]] = {
     "alfworld": ("data/warm_starts/alfworld_tiny_sft1536_cap30/policy", 30),
     "webshop": ("data/warm_starts/webshop_tiny_sft1284_cap15/policy", 15),

@@ -8,14 +8,14 @@ A *cell* of the map is one difficulty × ε × explorer setting. This module tur
 results into the map:
 
 - ``load_runs``: one row per finished run of one or several sweep folders or archives (read as one
-  sweep by ``report.pooled_sweep``), with its run folder;
+  sweep by ``pooling.pooled_sweep``), with its run folder;
 - ``regime_differences``: A − B (RSPO − plain, − process, − control) per cell, paired seed by seed,
   with the mean and its 95% t-interval over the seeds;
 - ``swap_statistics``: per cell, what the swap did in the runs that have an explorer, from each run's
-  ``metrics.jsonl`` (``run_swap_statistics``, over ``report.run_statistics``): the share of actor
-  groups where every episode failed (no outcome variance: no gradient, and what a replayed success
-  can rescue), rescued groups, the explorer's success minus the actor's, the explorer's Kendall τ
-  between process return and outcome, and its hacking rate;
+  ``metrics.jsonl`` (``run_swap_statistics``, over ``training_statistics.run_statistics``): the share
+  of actor groups where every episode failed (no outcome variance: no gradient, and what a replayed
+  success can rescue), rescued groups, the explorer's success minus the actor's, the explorer's
+  Kendall τ between process return and outcome, and its hacking rate;
 - ``difficulty_order``: the levels, easiest first;
 - ``map_table``, ``map_figure``, ``describe_map``, ``map_record``: a cell-by-cell table of "mean [lo,
   hi]", the same as a plotly figure spec (a plain dict: the library never imports plotly), sentences
@@ -37,8 +37,11 @@ from typing import Any
 
 import pandas as pd
 
-from rspo_kit.experiments.report import Unit, pooled_sweep, run_statistics, unit_of, value_text
-from rspo_kit.experiments.sweep import MANIFEST, SEED_KEY, mean_ci
+from rspo_kit.experiments.grid import MANIFEST, SEED_KEY
+from rspo_kit.experiments.intervals import mean_ci
+from rspo_kit.experiments.pooling import pooled_sweep
+from rspo_kit.experiments.tables import Unit, unit_of, value_text
+from rspo_kit.experiments.training_statistics import run_statistics
 from rspo_kit.records import load_metrics
 
 ARCHIVE = "results/regime_map/archive"  # the committed runs notebook 07 draws by default
@@ -114,7 +117,7 @@ KEYS = MapKeys()
 # ------------------------------------------------------------------------------------------ runs
 def load_runs(sweeps: str | Path | Sequence[str | Path]) -> pd.DataFrame:
     """One row per finished run of the sweep folders or archives ``sweeps`` (read as one sweep:
-    ``report.pooled_sweep``): ``cell``, the grid keys (under their config names, e.g. ``env.name``,
+    ``pooling.pooled_sweep``): ``cell``, the grid keys (under their config names, e.g. ``env.name``,
     ``variant``, ``train.seed``), every scalar the run recorded (e.g. ``final_eval_success``), and
     ``run_dir``, the run's folder (its ``metrics.jsonl`` feeds ``swap_statistics``). ``attrs``: the
     sweep's ``cells`` in all, ``finished`` and ``keys``."""

@@ -11,7 +11,7 @@ steps named calls in Algorithm 1's order:
 - ``end_loop``: D <- ∅; ``loop_metrics``: what the loop did, as ``swap/*`` metrics.
 
 ``LoopSettings`` carries the loop's numbers and choices; the run that drives it (rollouts, updates,
-B <- A) is a ``LoopRun``, implemented by ``rspo_kit.train.trainer``. The off-policy objective (GePPO's
+B <- A) is a ``LoopRun``, implemented by ``rspo_kit.train.loop_run``. The off-policy objective (GePPO's
 shifted clip, J = (1 − α)J_on + αJ_off) is math in ``rspo_kit.algos``.
 
 The earlier design, ``swap.mode`` group_mixing, kept for the record of what ``results/`` measured:

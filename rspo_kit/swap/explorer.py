@@ -49,6 +49,7 @@ def sync_explorer(pair: ActorExplorer, optimizer: torch.optim.Optimizer) -> None
 def derive_explorer(
     pair: ActorExplorer,
     optimizer: torch.optim.Optimizer,
+    *,
     iteration: int,
     sync_every: int,
     updates: int,
@@ -57,9 +58,11 @@ def derive_explorer(
     rewards: RewardModel,
     x_update: XUpdate,
 ) -> dict[str, float]:
-    """B for this iteration: synced from A when due, then ``updates`` X-updates on process rewards.
+    """B for this iteration: synced from A when due (``syncs_at``), then ``updates`` X-updates on process
+    rewards.
 
-    ``actor_batch`` is this iteration's D_A, ``own_batch`` the explorer's previous rollout D_B.
+    ``actor_batch`` is this iteration's D_A, ``own_batch`` the explorer's previous rollout D_B; the
+    settings are keywords, so that a call says which count is which.
     Returns the updates' metrics, a later update's value of a key replacing an earlier one's.
     """
     synced = syncs_at(iteration, sync_every)

@@ -53,7 +53,8 @@ class LoopRun(Protocol):
 
 @dataclass(frozen=True)
 class LoopSettings:
-    """The loop's numbers and choices (``rspo_kit.train.config.SwapConfig``; docs/training.md argues each)."""
+    """The loop's numbers and choices (``rspo_kit.train.config.SwapConfig``, as
+    ``rspo_kit.train.loop_run.loop_settings`` reads them; docs/training.md argues each)."""
 
     steps: int = 3  # k
     on_policy_tasks: int = 7  # round((1 − α)·B)

@@ -50,6 +50,7 @@ def reward_swap(
     explorer: Sequence[Trajectory],
     buffer: ReplayBuffer,
     rewards: RewardModel,
+    *,
     replay_ratio: float,
     group_size: int,
     rng: random.Random,

@@ -18,7 +18,6 @@ from rspo_kit._lazy import lazy_exports
 if TYPE_CHECKING:
     from rspo_kit.train.checkpoint import CheckpointError
     from rspo_kit.train.config import (
-        PRESETS,
         VARIANTS,
         AlgoConfig,
         EnvConfig,
@@ -27,15 +26,14 @@ if TYPE_CHECKING:
         RunConfig,
         SwapConfig,
         TrainConfig,
-        from_parameters,
-        preset,
         variant_of,
     )
+    from rspo_kit.train.presets import PRESETS, from_parameters, preset
+    from rspo_kit.train.resume import resumable
     from rspo_kit.train.setup import initial_policy
-    from rspo_kit.train.trainer import EVENTS, Event, RunResult, Trainer, TrainingStopped, resumable, train
+    from rspo_kit.train.trainer import EVENTS, Event, RunResult, Trainer, TrainingStopped, train
 
 _CONFIG = (
-    "PRESETS",
     "VARIANTS",
     "AlgoConfig",
     "EnvConfig",
@@ -44,13 +42,13 @@ _CONFIG = (
     "RunConfig",
     "SwapConfig",
     "TrainConfig",
-    "from_parameters",
-    "preset",
     "variant_of",
 )
 _HOME = {name: "rspo_kit.train.config" for name in _CONFIG}
+_HOME |= {name: "rspo_kit.train.presets" for name in ("PRESETS", "from_parameters", "preset")}
 _HOME |= {name: "rspo_kit.train.trainer" for name in ("EVENTS", "Event", "RunResult", "Trainer")}
-_HOME |= {name: "rspo_kit.train.trainer" for name in ("TrainingStopped", "resumable", "train")}
+_HOME |= {name: "rspo_kit.train.trainer" for name in ("TrainingStopped", "train")}
+_HOME |= {"resumable": "rspo_kit.train.resume"}
 _HOME |= {"CheckpointError": "rspo_kit.train.checkpoint"}
 _HOME |= {"initial_policy": "rspo_kit.train.setup"}
 

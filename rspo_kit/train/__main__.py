@@ -5,7 +5,7 @@ dotted overrides follow as ``key=value`` pairs: ``algo.lr=3e-4 train.iterations=
 a variant (bare ``--swap`` means rspo) and never takes an override as its value.
 ``--resume RUN_DIR`` continues a killed run from its latest checkpoint, under its own settings: overrides
 after it may change only what does not change what the run computes (``train.iterations``,
-``train.max_env_steps``, the evaluation, threads; ``rspo_kit.train.trainer.RESUMABLE_FIELDS``), and
+``train.max_env_steps``, the evaluation, threads; ``rspo_kit.train.resume.RESUMABLE_FIELDS``), and
 any other override or run flag is refused by name. ``--warmstart-from POLICY``
 installs a saved warm start (e.g. ``data/warm_starts/alfworld_tiny_sft1536_cap30/policy``) into the
 cache first, under the key of this configuration, so that it and every later run of it start from
@@ -36,7 +36,8 @@ from rspo_kit.envs.registry import (
     portable_env_module,
     require_env,
 )
-from rspo_kit.train.config import PRESETS, VARIANTS, Algo, RunConfig, preset
+from rspo_kit.train.config import VARIANTS, Algo, RunConfig
+from rspo_kit.train.presets import PRESETS, preset
 
 
 class _SwapAction(argparse.Action):
@@ -105,7 +106,7 @@ _RUN_FLAGS |= {"warmstart_from": "--warmstart-from"}
 def resumed_config(args: argparse.Namespace) -> RunConfig:
     """``--resume RUN_DIR``'s config: the stored one with the overrides that a resumed run may take;
     a ValueError names every flag and override it may not."""
-    from rspo_kit.train.trainer import RESUMABLE_FIELDS, stored_config
+    from rspo_kit.train.resume import RESUMABLE_FIELDS, stored_config
 
     defaults = parser()
     refused = [flag for dest, flag in _RUN_FLAGS.items() if getattr(args, dest) != defaults.get_default(dest)]

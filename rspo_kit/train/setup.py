@@ -1,4 +1,5 @@
-"""The starting policy of a run: the preset, warm-started by SFT on search-expert demonstrations.
+"""A run's policies: its starting policy (the preset, warm-started by SFT on search-expert
+demonstrations) and, once it trained, its actor (``trained_actor``), both built from its config.
 
 The warm start is cached under ``<cache>/warmstart/<key>/policy`` where the key hashes everything
 that shapes it (env, engine, preset, action mode, demonstrations, SFT budget and lr), so every run
@@ -16,13 +17,16 @@ import json
 import os
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from rspo_kit.envs.base import Task
 from rspo_kit.envs.registry import load_env_module
 from rspo_kit.paths import atomic_write_text, cache_dir, committed_warm_start_digest, repository_path
+from rspo_kit.policy.adapters import ActorExplorer
 from rspo_kit.policy.models import (
     CORPUS_VERSION,
     corpus_env,
@@ -32,6 +36,8 @@ from rspo_kit.policy.models import (
 )
 from rspo_kit.policy.models import PRESETS as SCRATCH_PRESETS
 from rspo_kit.policy.rollout import Policy
+from rspo_kit.records.files import read_record
+from rspo_kit.train.checkpoint import latest_checkpoint, load_checkpoint
 from rspo_kit.train.config import RunConfig
 
 
@@ -212,3 +218,38 @@ def install_warmstart(cfg: RunConfig, source: str | Path) -> dict:
             f"not {source}'s {digest[:12]}); remove that folder to install {source}"
         )
     return {"folder": str(folder), "weights_sha256": digest, "installed": False}
+
+
+def uses_lora(cfg: RunConfig, base: Policy) -> bool:
+    """LoRA adapters for pretrained models, full fine-tuning (and copies) for the tiny presets."""
+    if cfg.policy.lora is not None:
+        return cfg.policy.lora
+    return sum(p.numel() for p in base.model.parameters()) > 50e6
+
+
+def policy_scoring(cfg: RunConfig) -> dict[str, Any]:
+    """The run's settings of how its policies score candidates (``Policy`` fields): the config decides
+    them, not the policy a run was handed, so that ``config.json`` says how the actor chose."""
+    return {"choice_score": cfg.policy.choice_score}
+
+
+def trained_actor(run_dir: str | Path) -> Policy:
+    """The actor of a training run at its latest checkpoint, e.g. to evaluate it on more tasks.
+
+    Read-only: nothing in ``run_dir`` changes (``python -m rspo_kit.evaluate --policy RUN_DIR``).
+    """
+    run_dir = Path(run_dir)
+    folder = latest_checkpoint(run_dir)
+    if folder is None or not (run_dir / "config.json").exists():
+        raise FileNotFoundError(f"{run_dir} is not a training run with a checkpoint (config.json, latest)")
+    cfg = read_record(run_dir / "config.json", RunConfig.from_dict)
+    # the checkpoint holds every weight of the actor (the whole model; with LoRA the base too), so the
+    # preset only gives the architecture and tokenizer (a user env's own, for a scratch preset): no warm
+    # start to rebuild or install
+    load_run_env(cfg)
+    mode = None if cfg.policy.mode == "preset" else cfg.policy.mode
+    source = preset_source(cfg, cfg.train.seed)
+    base = replace(Policy.load(source, mode=mode, seed=cfg.train.seed), **policy_scoring(cfg))
+    pair = ActorExplorer(base, lora=uses_lora(cfg, base), rank=cfg.policy.lora_rank, reference=False)
+    load_checkpoint(folder, {"actor": pair._models["actor"]}, {})
+    return pair.policy("actor")

@@ -7,7 +7,7 @@ evaluation), one metrics row each:
   ``rspo_kit.swap.loop.rspo_loop`` (B <- A, k dense X-steps of B, the collection relabelled with the
   outcome into the buffer, k outcome X-steps of A on fresh rollouts plus reward-sampled replays, the
   buffer reset); the trainer's side of it (rollouts on fresh train tasks, X's updates, B <- A, what
-  they spend) is ``_LoopRun``;
+  they spend) is ``rspo_kit.train.loop_run.TrainerLoopRun``;
 - otherwise one update: plain X on the actor's rollout under ``reward.train_on`` (the baselines), or
   the earlier group_mixing design (B re-synced and updated on A's batch, its rollout on A's tasks
   mixed into A's groups: ``rspo_kit.swap.derive_explorer``, ``rspo_kit.swap.reward_swap``).
@@ -18,8 +18,12 @@ periodic evaluation; ``run()`` adds an atomic checkpoint. ``budget/*`` counts wh
 both accountings, per role: updates of A and of B, env steps of each; ``train.updates`` and
 ``train.max_env_steps`` end a run on either.
 
-``train(cfg)`` checks the configuration, builds the starting policy (the preset, or its SFT warm
-start: ``rspo_kit.train.setup.initial_policy``) and hands it to ``Trainer(cfg, policy)``.
+``train(cfg)`` checks the configuration (``rspo_kit.train.checks``), builds the starting policy (the
+preset, or its SFT warm start: ``rspo_kit.train.setup.initial_policy``) and hands it to
+``Trainer(cfg, policy)``; ``train(resume=run_dir)`` continues a run under the settings that
+``rspo_kit.train.resume`` allows to change. The rest of a run lives beside it: its rewards
+(``rspo_kit.train.rewards``), its side of the paper's loop (``rspo_kit.train.loop_run``), its metrics and
+tables (``rspo_kit.train.metrics``) and its evaluations (``rspo_kit.train.evaluation``).
 
 Events go to callbacks: any object with some of ``on_rollout_end``, ``on_swap``, ``on_update_end``,
 ``on_eval``, ``on_checkpoint`` (each receives an ``Event``). A callback's exception stops the run.
@@ -37,7 +41,6 @@ import json
 import math
 import random
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -47,28 +50,18 @@ import pandas as pd
 import torch
 
 from rspo_kit.envs.batch import BatchRunner
-from rspo_kit.envs.registry import list_tasks, make_env, valid_start
+from rspo_kit.envs.registry import list_tasks
 from rspo_kit.policy.adapters import ActorExplorer
-from rspo_kit.policy.evaluate import EvalResult, evaluate
 from rspo_kit.policy.models import weights_digest
 from rspo_kit.policy.rollout import Policy, RolloutConfig, Trajectory, rollout
-from rspo_kit.records import MetricsLog, turn_table, write_episodes, write_table
-from rspo_kit.records.files import read_record
+from rspo_kit.records import MetricsLog, write_table
 from rspo_kit.records.metrics import METRICS_FILE
 from rspo_kit.records.start import write_start
-from rspo_kit.rewards.outcome import OutcomeConfig
-from rspo_kit.rewards.process import GENERIC_REWARD, ProcessReward, ProgressPotential
 from rspo_kit.rewards.progress_model import PROCESS_NAME as PROGRESS_MODEL
-from rspo_kit.rewards.progress_model import (
-    auto_process_reward,
-    progress_model_folder,
-    use_run_progress_model,
-)
-from rspo_kit.rewards.signals import RewardModel
+from rspo_kit.rewards.progress_model import use_run_progress_model
 from rspo_kit.swap import ReplayBuffer, derive_explorer, reward_swap
 from rspo_kit.swap.buffer import LoopBuffer, ReplayEntry
-from rspo_kit.swap.loop import LoopBatch, LoopSettings, rspo_loop
-from rspo_kit.swap.stats import repeated_states
+from rspo_kit.swap.loop import rspo_loop
 from rspo_kit.timing import timer
 from rspo_kit.train.checkpoint import (
     CheckpointError,
@@ -77,9 +70,17 @@ from rspo_kit.train.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from rspo_kit.train.config import AlgoConfig, RunConfig, process_reward_use, variant_of
-from rspo_kit.train.setup import initial_policy, load_run_env, preset_source
-from rspo_kit.train.update import Learner, UpdateBatch, batch_advantages, update
+from rspo_kit.train.checks import checked
+from rspo_kit.train.config import AlgoConfig, RunConfig, variant_of
+from rspo_kit.train.evaluation import eval_metrics, evaluate_actor, final_evaluations
+from rspo_kit.train.loop_run import TrainerLoopRun, loop_settings
+from rspo_kit.train.metrics import as_explorer, iteration_table, loop_table, mean_metrics, rollout_metrics
+from rspo_kit.train.resume import RESUMABLE_FIELDS, differences, restore_newest, stored_config
+from rspo_kit.train.rewards import run_rewards
+
+# trained_actor: a run's actor, read from here by notebooks (rspo_kit.train.setup builds it)
+from rspo_kit.train.setup import initial_policy, policy_scoring, trained_actor, uses_lora  # noqa: F401
+from rspo_kit.train.update import Learner, UpdateBatch, update
 
 EVENTS = ("on_rollout_end", "on_swap", "on_update_end", "on_eval", "on_checkpoint")
 # what a run has spent, counted per role: the paper's accounting (updates of A) and a user's (env steps);
@@ -114,176 +115,6 @@ class RunResult:
         return rows.iloc[-1].to_dict() if len(rows) else {}
 
 
-def _check_valid_held_out(cfg: RunConfig) -> None:
-    """Evaluating on ``valid`` is tuning on held-out train tasks: no train task the run learns from may be in it."""
-    if "valid" not in (cfg.train.eval_split, *cfg.train.final_eval_splits):
-        return
-    start = valid_start(cfg.env.name)
-    used = {"env.train_tasks": cfg.env.train_tasks}
-    if cfg.policy.warmstart:
-        used["policy.sft_demo_tasks"] = cfg.policy.sft_demo_tasks
-    for name, n in used.items():
-        if n > start:
-            raise ValueError(
-                f"{name}={n} overlaps the valid split (train tasks {start} onwards of {cfg.env.name}); "
-                f"use at most {start} or evaluate on another split"
-            )
-
-
-def _check_splits(cfg: RunConfig) -> None:
-    """Unknown evaluation splits fail here, not after hours of training."""
-    for name, splits in (
-        ("eval_split", [cfg.train.eval_split]),
-        ("final_eval_split", cfg.train.final_eval_splits),
-    ):
-        for split in splits:
-            try:
-                tasks = list_tasks(cfg.env.name, split)
-            except ValueError as err:
-                raise ValueError(f"train.{name}: {err}") from None
-            if not tasks:
-                raise ValueError(f"train.{name}: {cfg.env.name} has no tasks in split {split!r}")
-
-
-def _reward_model(cfg: RunConfig, process: str | None = None) -> RewardModel:
-    """The run's rewards; ``process`` replaces ``reward.process`` and its misalignment knob."""
-    r = cfg.reward
-    outcome = OutcomeConfig(r.outcome_mode, r.invalid_penalty)
-    if process is not None:
-        return RewardModel.build(cfg.env.name, outcome, process, 0.0, r.mix_lambda)
-    name = (
-        auto_process_reward(cfg.env.name, cfg.swap.mode, r.misalign_eps) if r.process == "auto" else r.process
-    )
-    return RewardModel.build(cfg.env.name, outcome, name, r.misalign_eps, r.mix_lambda, r.hack)
-
-
-def run_rewards(cfg: RunConfig) -> RewardModel:
-    """The rewards a run of ``cfg`` is scored with (``_reward_model``); a run that trains on the outcome alone (``process_reward_use`` None) in an env
-    without ``reward.process`` gets the generic ``progress`` reward, which only its metrics read
-    (``*/process_return``, ``swap/process_outcome_tau``, the turn table), with a warning saying so."""
-    try:
-        return _reward_model(cfg)
-    except KeyError as err:
-        if process_reward_use(cfg) is not None:
-            raise
-        missing = err.args[0].partition(";")[0]
-    warnings.warn(
-        f"{missing}: this run trains on the outcome alone, and its process metrics read the generic "
-        f"{GENERIC_REWARD!r} reward",
-        stacklevel=3,
-    )
-    return _reward_model(cfg, GENERIC_REWARD)
-
-
-def _generic_terms(reward: ProcessReward) -> list[ProgressPotential]:
-    """The generic ``progress`` rewards in ``reward`` (itself, or terms of a weighted sum)."""
-    terms = [reward, *(term for _, term in getattr(reward, "terms", ()))]
-    return [term for term in terms if isinstance(term, ProgressPotential)]
-
-
-def _check_process_reward(cfg: RunConfig) -> None:
-    """A run that trains on a process reward (RSPO's explorer, the process and mix baselines) finds it
-    now, not after a warm start: a missing one is an error naming the env, the reward, what the env
-    has and the line that adds one; the generic ``progress`` reward is checked against the progress
-    of one expert step (an env whose progress holds no numbers would pay it 0 forever)."""
-    use = process_reward_use(cfg)
-    if cfg.reward.process == PROGRESS_MODEL:  # its weights are found now; they register at start
-        progress_model_folder(cfg.env.name, cfg.reward.progress_model)
-        return
-    if use is None or cfg.reward.process == "learned":  # a learned PRM registers from its folder at start
-        return
-    try:
-        reward = _reward_model(cfg).process
-    except KeyError as err:
-        knob = (
-            f", or reward.hack = the env's hackable term (or reward.misalign_eps = 0) where it has no "
-            f"{cfg.reward.hack!r}"
-            if cfg.reward.misalign_eps
-            else ""
-        )
-        raise ValueError(
-            f"{use} train on the process reward, and {err.args[0]} (in a run config: "
-            f"reward.process = {GENERIC_REWARD!r}{knob})"
-        ) from None
-    generic = _generic_terms(reward)
-    if not generic:
-        return
-    env = make_env(cfg.env.name, **cfg.env.env_kwargs)
-    obs = env.reset(list_tasks(cfg.env.name, "train", n=1)[0])
-    step = env.step(env.expert_action() or (obs.admissible[0] if obs.admissible else "look"))
-    progress = step.info.get("progress", {})
-    for term in generic:
-        try:
-            term.check(progress)
-        except ValueError as err:
-            raise ValueError(f"env {cfg.env.name!r}: {err}; {use} need a process reward that pays") from None
-
-
-def _checked(cfg: RunConfig) -> RunConfig:
-    """``cfg`` validated for a run, before anything is built (a warm start takes minutes): the user's
-    env module imported, its fields, its evaluation splits, that tuning on ``valid`` holds out the
-    tasks the run learns from, and the process reward where the run trains on one; the process takes
-    its torch threads."""
-    cfg.validate()
-    load_run_env(cfg)
-    if cfg.reward.process == "auto":  # resolved once, so that config.json records the reward that ran
-        cfg.reward.process = auto_process_reward(cfg.env.name, cfg.swap.mode, cfg.reward.misalign_eps)
-    _check_valid_held_out(cfg)
-    _check_splits(cfg)
-    _check_process_reward(cfg)
-    if cfg.train.threads:
-        torch.set_num_threads(cfg.train.threads)
-    return cfg
-
-
-def _uses_lora(cfg: RunConfig, base: Policy) -> bool:
-    """LoRA adapters for pretrained models, full fine-tuning (and copies) for the tiny presets."""
-    if cfg.policy.lora is not None:
-        return cfg.policy.lora
-    return sum(p.numel() for p in base.model.parameters()) > 50e6
-
-
-def _eval_metrics(prefix: str, res: EvalResult) -> dict[str, float]:
-    """An evaluation as metrics under ``prefix`` (``eval``, ``final/eval_unseen``, ...)."""
-    return {
-        f"{prefix}/tasks": float(res.tasks),
-        f"{prefix}/success": res.success,
-        f"{prefix}/ci_low": res.ci_low,
-        f"{prefix}/ci_high": res.ci_high,
-        f"{prefix}/score": res.mean_score,
-        f"{prefix}/invalid_share": res.invalid_share,
-        f"{prefix}/episode_steps": res.mean_steps,
-    }
-
-
-def trained_actor(run_dir: str | Path) -> Policy:
-    """The actor of a training run at its latest checkpoint, e.g. to evaluate it on more tasks.
-
-    Read-only: nothing in ``run_dir`` changes (``python -m rspo_kit.evaluate --policy RUN_DIR``).
-    """
-    run_dir = Path(run_dir)
-    folder = latest_checkpoint(run_dir)
-    if folder is None or not (run_dir / "config.json").exists():
-        raise FileNotFoundError(f"{run_dir} is not a training run with a checkpoint (config.json, latest)")
-    cfg = read_record(run_dir / "config.json", RunConfig.from_dict)
-    # the checkpoint holds every weight of the actor (the whole model; with LoRA the base too), so the
-    # preset only gives the architecture and tokenizer (a user env's own, for a scratch preset): no warm
-    # start to rebuild or install
-    load_run_env(cfg)
-    mode = None if cfg.policy.mode == "preset" else cfg.policy.mode
-    source = preset_source(cfg, cfg.train.seed)
-    base = replace(Policy.load(source, mode=mode, seed=cfg.train.seed), **_scoring(cfg))
-    pair = ActorExplorer(base, lora=_uses_lora(cfg, base), rank=cfg.policy.lora_rank, reference=False)
-    load_checkpoint(folder, {"actor": pair._models["actor"]}, {})
-    return pair.policy("actor")
-
-
-def _scoring(cfg: RunConfig) -> dict[str, Any]:
-    """The run's settings of how its policies score candidates (``Policy`` fields): the config decides
-    them, not the policy a run was handed, so that ``config.json`` says how the actor chose."""
-    return {"choice_score": cfg.policy.choice_score}
-
-
 def _default_run_dir(cfg: RunConfig) -> Path:
     """``runs/<time>_<env>_<algo>_<variant>_s<seed>``, created here and this run's alone: a run of the
     same config started in the same second gets ``-2``, ``-3``, ... (``mkdir`` either creates a folder
@@ -299,129 +130,6 @@ def _default_run_dir(cfg: RunConfig) -> Path:
         except FileExistsError:
             continue
     raise AssertionError("unreachable")
-
-
-def _rollout_metrics(prefix: str, trajs: Sequence[Trajectory], rewards: RewardModel) -> dict[str, float]:
-    steps = sum(t.env_steps for t in trajs)
-    n = max(1, len(trajs))
-    process = [sum(rewards.process_steps(t)) for t in trajs]
-    return {
-        f"{prefix}/success": sum(t.won for t in trajs) / n,
-        f"{prefix}/score": sum(t.score for t in trajs) / n,
-        f"{prefix}/episode_steps": steps / n,
-        f"{prefix}/invalid_share": sum(not s.valid for t in trajs for s in t.steps) / max(1, steps),
-        f"{prefix}/env_steps": float(steps),
-        f"{prefix}/crashed": float(sum(t.crashed for t in trajs)),
-        f"{prefix}/process_return": sum(process) / n,
-        f"{prefix}/outcome_return": sum(rewards.outcome_return(t) for t in trajs) / n,
-        # the paper's Table 6: states visited again within a window of the episode's last steps
-        f"{prefix}/repeated_states": float(repeated_states(trajs)),
-        f"{prefix}/repeated_state_share": repeated_states(trajs) / max(1, steps),
-    }
-
-
-def _as_explorer(metrics: Mapping[str, float]) -> dict[str, float]:
-    """The explorer's update metrics under its own names: ``explorer/loss/*``, ``perf/explorer_update_*``."""
-    return {
-        f"perf/explorer_{key[5:]}" if key.startswith("perf/") else f"explorer/{key}": v
-        for key, v in metrics.items()
-    }
-
-
-def _mean_metrics(updates: Sequence[Mapping[str, float]]) -> dict[str, float]:
-    """Each key's mean over the loop's updates that report it (NaN-free where any did)."""
-    out: dict[str, list[float]] = {}
-    for m in updates:
-        for key, v in m.items():
-            out.setdefault(key, []).append(v)
-    return {key: sum(v) / len(v) for key, v in out.items()}
-
-
-class _LoopRun:
-    """The trainer's side of one loop of Algorithm 1 (``rspo_kit.swap.loop.LoopRun``): B <- A, the
-    rollouts on fresh train tasks, X's updates and advantages, and what they spent (``budget/*``)."""
-
-    def __init__(self, trainer: Trainer, runner: BatchRunner, k: int):
-        self.trainer, self.runner, self.k = trainer, runner, k
-        self.trajs: dict[str, list[Trajectory]] = {"actor": [], "explorer": [], "collection": []}
-        self.batches: dict[str, list[UpdateBatch]] = {"actor": [], "explorer": [], "collection": []}
-        self.clock: dict[str, float] = {}
-
-    def _timed(self, key: str, seconds: float) -> None:
-        self.clock[key] = self.clock.get(key, 0.0) + seconds
-
-    def sync_explorer(self) -> None:
-        """B <- A: the actor's weights (and PPO's critic) into the explorer; B's optimizer moments
-        cleared with ``swap.explorer_optimizer = "fresh"`` (Adam moments of last loop's B would pull it
-        back), kept with ``carry``."""
-        t = self.trainer
-        fresh = t.cfg.swap.explorer_optimizer == "fresh"
-        t.pair.sync_explorer()
-        actor, explorer = t.learners["actor"], t.learners["explorer"]
-        if fresh:
-            explorer.optimizer.state.clear()
-        if actor.value_head is not None:
-            explorer.value_head.load_state_dict(actor.value_head.state_dict())
-            if fresh:
-                explorer.value_optimizer.state.clear()
-
-    def rollout(self, role: str, n_tasks: int, step: int) -> list[Trajectory]:
-        t, cfg = self.trainer, self.trainer.cfg
-        policy_role = "actor" if role == "actor" else "explorer"
-        rcfg = RolloutConfig(
-            group_size=cfg.algo.group_size,
-            temperature=t._temperature(policy_role),
-            max_new_tokens=cfg.policy.max_new_tokens,
-            epsilon=0.0 if role == "actor" else cfg.swap.explorer_epsilon,
-        )
-        tasks = random.Random(t._seed("tasks", self.k, step)).sample(t.pool, n_tasks)
-        index = (self.k - 1) * (2 * cfg.swap.loop_steps + 1) + step + 1  # each rollout its groups and seed
-        seed = 2 * cfg.train.seed + (role != "actor")
-        start = time.perf_counter()
-        policy = t._learner(policy_role).policy
-        clock: dict[str, float] = {}  # the rollout's prompt, model and env seconds
-        trajs = rollout(
-            policy, self.runner, tasks, rcfg, iteration=index, seed=seed, source=role, timings=clock
-        )
-        self._timed(f"perf/{role}_rollout_s", time.perf_counter() - start)
-        for part, seconds in clock.items():
-            self._timed(f"perf/{role}_rollout_{part}_s", seconds)
-        self.trajs[role] += trajs
-        t.budget["env_steps_actor" if role == "actor" else "env_steps_explorer"] += sum(
-            x.env_steps for x in trajs
-        )
-        t._emit("on_rollout_end", self.k, {}, role=role, trajectories=trajs)
-        return trajs
-
-    def update(self, role: str, batch: LoopBatch) -> Mapping[str, float]:
-        t, cfg = self.trainer, self.trainer.cfg
-        ub = UpdateBatch(batch.trajs, batch.rewards, batch.offpolicy, batch.stored_advantages)
-        algo = cfg.algo if role == "actor" else replace(cfg.algo, lr=cfg.explorer_lr)
-        start = time.perf_counter()
-        metrics = t._update(role, ub, algo, t._seed(role, self.k, len(self.batches[role])))
-        self._timed(f"perf/{role}_update_s", time.perf_counter() - start)
-        t.budget[f"{role}_updates"] += 1
-        self.batches[role].append(ub)
-        return metrics
-
-    def advantages(
-        self, trajs: Sequence[Trajectory], rewards: Sequence[Sequence[float]]
-    ) -> list[list[float]] | None:
-        cfg = self.trainer.cfg
-        batch = UpdateBatch(list(trajs), [list(r) for r in rewards])
-        if cfg.algo.name == "ppo":  # GAE from the critic of the policy being updated, at update time
-            if trajs and trajs[0].source == "collection":
-                self.batches["collection"].append(batch)
-            return None
-        flat = batch_advantages(batch, cfg.algo).step
-        batch.advantages = flat
-        if trajs and trajs[0].source == "collection":  # RSPO_H stores A's own rollouts, tabled already
-            self.batches["collection"].append(batch)
-        out, i = [], 0
-        for traj in trajs:
-            out.append(flat[i : i + len(traj.steps)].tolist())
-            i += len(traj.steps)
-        return out
 
 
 class Trainer:
@@ -442,7 +150,7 @@ class Trainer:
         run_dir: str | Path | None = None,
         start_report: Mapping[str, Any] | None = None,
     ):
-        self.cfg = _checked(cfg)
+        self.cfg = checked(cfg)
         self.callbacks = list(callbacks)
         self.run_dir = Path(run_dir or cfg.train.run_dir or _default_run_dir(cfg))
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -452,8 +160,8 @@ class Trainer:
         write_start(self.run_dir, self.start_report)
         # the reference of the KL penalty: LoRA's base with the adapters off, else a frozen copy of the
         # starting policy, made only where the penalty reads it
-        lora, kl = _uses_lora(cfg, policy), cfg.algo.kl_coef > 0
-        policy = replace(policy, **_scoring(cfg))
+        lora, kl = uses_lora(cfg, policy), cfg.algo.kl_coef > 0
+        policy = replace(policy, **policy_scoring(cfg))
         self.pair = ActorExplorer(policy, lora=lora, rank=cfg.policy.lora_rank, reference=kl)
         self.learners = {role: self._build_learner(role) for role in ("actor", "explorer")}
         if cfg.reward.prm:  # a learned PRM from logged trajectories (python -m rspo_kit.rewards.learned)
@@ -500,7 +208,10 @@ class Trainer:
         explorer's temperature: the denominator of the actor's importance weight π_A/π_B."""
         reference = self.pair.reference if algo.kl_coef > 0 else None
         temperature = self._temperature(role) if temperature is None else temperature
-        return update(self._learner(role), batch, algo, self.cfg.swap, temperature, seed, reference)
+        learner, offpolicy = self._learner(role), self.cfg.swap.offpolicy
+        return update(
+            learner, batch, algo, offpolicy, temperature=temperature, seed=seed, reference=reference
+        )
 
     def _temperature(self, role: str) -> float:
         """The temperature ``role`` samples its rollouts at."""
@@ -547,17 +258,16 @@ class Trainer:
 
     def _loop(self, runner: BatchRunner, k: int, row: dict) -> None:
         """One loop of Algorithm 1 (``rspo_kit.swap.loop.rspo_loop``), its metrics, events and table."""
-        run = _LoopRun(self, runner, k)
-        record = rspo_loop(
-            run, self.loop_settings, self.rewards, self.loop_buffer, random.Random(self._seed("loop", k))
-        )
+        run = TrainerLoopRun(self, runner, k)
+        settings, rng = loop_settings(self.cfg), random.Random(self._seed("loop", k))
+        record = rspo_loop(run, settings, self.rewards, self.loop_buffer, rng)
         row |= run.clock
-        row |= _rollout_metrics("rollout", run.trajs["actor"], self.rewards)
-        row |= _rollout_metrics(
+        row |= rollout_metrics("rollout", run.trajs["actor"], self.rewards)
+        row |= rollout_metrics(
             "explorer_rollout", run.trajs["explorer"] + run.trajs["collection"], self.rewards
         )
-        row |= _mean_metrics(record.actor_updates)
-        row |= _as_explorer(_mean_metrics(record.explorer_updates))
+        row |= mean_metrics(record.actor_updates)
+        row |= as_explorer(mean_metrics(record.explorer_updates))
         row |= record.metrics
         self._budget_row(row)
         data = {"record": record, "buffer": [e.traj for e in record.collection]}
@@ -566,7 +276,7 @@ class Trainer:
         )
         batches = run.batches["actor"]
         self._emit("on_update_end", k, row, batch=batches[-1], batches=batches, record=record)
-        self._record(k, row, lambda: self._loop_table(k, run.batches))
+        self._record(k, row, lambda: self._write_turns(k, loop_table(self.rewards, k, run.batches)))
 
     def _iteration(self, runner: BatchRunner, k: int, row: dict) -> None:
         """One update of plain X (on D_A under ``reward.train_on``) or of the earlier group_mixing design:
@@ -591,49 +301,18 @@ class Trainer:
         self.budget["env_steps_explorer"] += sum(t.env_steps for t in explorer)
         self._budget_row(row)
         self._emit("on_update_end", k, row, batch=batch)
-        self._record(k, row, lambda: self._write_table(k, batch, explorer))  # 6. the turn table; evaluation
-
-    @property
-    def loop_settings(self) -> LoopSettings:
-        """The paper's loop as the run's config sets it."""
-        cfg, s = self.cfg, self.cfg.swap
-        return LoopSettings(
-            steps=s.loop_steps,
-            on_policy_tasks=cfg.on_policy_tasks,
-            replayed=cfg.replayed_per_update,
-            collect_tasks=cfg.collect_tasks,
-            explorer_steps=s.mode == "rspo",
-            explorer_reward=s.explorer_reward,
-            dense_noise=cfg.reward.dense_noise,
-            replay_source=s.replay_source,
-            offpolicy_advantage=s.offpolicy_advantage,
-            sampling=s.sampling,
-            draw_unit=s.draw_unit,
-            tie_order=s.tie_order,
-            draw_replacement=s.draw_replacement,
-            buffer=s.buffer,
-        )
+        # 6. the turn table; evaluation
+        self._record(k, row, lambda: self._write_turns(k, iteration_table(self.rewards, k, batch, explorer)))
 
     @property
     def env_steps(self) -> int:
         """Env steps spent so far, actor and explorer together."""
         return self.budget["env_steps_actor"] + self.budget["env_steps_explorer"]
 
-    def _loop_table(self, k: int, batches: Mapping[str, list[UpdateBatch]]) -> None:
-        """The loop's per-turn table: A's k batches (role actor or replay), B's k dense batches
-        (explorer) and its collection (collection), each with the rewards and advantages it carried."""
-        frames, first = [], 0
-        for role in ("actor", "explorer", "collection"):
-            for batch in batches[role]:
-                proc = self.rewards.batch_rewards(batch.trajs, "process")
-                adv = batch.advantages.tolist() if batch.advantages is not None else None
-                outcomes = [self.rewards.outcome_return(t) for t in batch.trajs]
-                frames.append(turn_table(batch.trajs, k, proc, batch.rewards, adv, outcomes, first_id=first))
-                first += len(batch.trajs)
-        if frames:
-            write_table(
-                pd.concat(frames, ignore_index=True), self.run_dir / "turns" / f"iter_{k:05d}.parquet"
-            )
+    def _write_turns(self, k: int, frame: pd.DataFrame | None) -> None:
+        """Iteration ``k``'s per-turn table (``rspo_kit.train.metrics``), where it has one."""
+        if frame is not None:
+            write_table(frame, self.run_dir / "turns" / f"iter_{k:05d}.parquet")
 
     def _rollout(self, runner, role: str, tasks, k: int, row: dict) -> list[Trajectory]:
         """Step 1 or 3: ``role``'s episodes on ``tasks``, their metrics, the ``on_rollout_end`` event.
@@ -656,7 +335,7 @@ class Trainer:
             seed = 2 * cfg.train.seed + (not actor)
             trajs = rollout(policy, runner, tasks, rcfg, iteration=k, seed=seed, source=role, timings=clock)
             row |= {f"perf/{prefix}_{part}_s": seconds for part, seconds in clock.items()}
-        row |= _rollout_metrics(prefix, trajs, self.rewards)
+        row |= rollout_metrics(prefix, trajs, self.rewards)
         self._emit("on_rollout_end", k, row if actor else {}, role=role, trajectories=trajs)
         return trajs
 
@@ -678,16 +357,26 @@ class Trainer:
         s, optimizer = self.cfg.swap, self.learners["explorer"].optimizer
         previous = self.explorer_batch  # D_B of the last iteration: on-policy for B between syncs
         m = derive_explorer(
-            self.pair, optimizer, k, s.sync_every, s.explorer_updates, actor, previous, self.rewards, x_update
+            self.pair,
+            optimizer,
+            iteration=k,
+            sync_every=s.sync_every,
+            updates=s.explorer_updates,
+            actor_batch=actor,
+            own_batch=previous,
+            rewards=self.rewards,
+            x_update=x_update,
         )
-        return _as_explorer(m)
+        return as_explorer(m)
 
     def _swap(self, k: int, actor: list[Trajectory], explorer: list[Trajectory], row: dict) -> UpdateBatch:
         """Step 4 (``rspo_kit.swap.reward_swap``): the actor's batch, scored by outcome alone."""
         rng = random.Random(self._seed("replay", k))
         with timer(row, "perf/swap_s"):
             ratio, group_size = self.cfg.swap.replay_ratio, self.cfg.algo.group_size
-            swap = reward_swap(actor, explorer, self.buffer, self.rewards, ratio, group_size, rng)
+            swap = reward_swap(
+                actor, explorer, self.buffer, self.rewards, replay_ratio=ratio, group_size=group_size, rng=rng
+            )
             row |= swap.metrics
         data = {"mixed": swap.trajs, "offpolicy": swap.offpolicy, "buffer": self.buffer.items()}
         self._emit("on_swap", k, swap.metrics, actor=actor, explorer=explorer, **data)
@@ -717,49 +406,17 @@ class Trainer:
 
         Greedy by default; ``greedy=False`` samples one episode per task (seeded by the run's seed).
         """
-        res = self._evaluation(split, n, greedy)
-        return {} if res is None else _eval_metrics(prefix, res)
-
-    def _evaluation(self, split: str | None, n: int | None, greedy: bool) -> EvalResult | None:
-        cfg = self.cfg
-        n = cfg.train.eval_n if n is None else n
-        if n == 0:
-            return None
-        return evaluate(
-            self._learner("actor").policy,
-            cfg.env.name,
-            split or cfg.train.eval_split,
-            n,
-            greedy=greedy,
-            seed=cfg.train.seed,
-            n_workers=cfg.env.n_workers,
-            max_steps=cfg.env.max_steps,
-            progress_bar=cfg.train.progress_bar,
-            env_kwargs={"engine": cfg.env.engine} if cfg.env.engine else None,
-        )
+        res = evaluate_actor(self._actor_policy, self.cfg, split, n, greedy)
+        return {} if res is None else eval_metrics(prefix, res)
 
     def final_evaluation(self, done: Mapping[str, Any] | None = None) -> dict[str, float]:
-        """Each of ``train.final_eval_split``'s splits on ``final_eval_n`` tasks, as ``final/<split>/*``
-        (unless ``train.final_eval_greedy`` is False) and sampled, as ``final_sampled/<split>/*``, with
-        ``train.final_eval_sampled``; every episode goes to the run's ``final_episodes.parquet``
-        (``rspo_kit.records.episodes``).
+        """The final evaluations of ``train.final_eval_split``'s splits, as ``final/<split>/*`` and
+        ``final_sampled/<split>/*`` (``rspo_kit.train.evaluation.final_evaluations``); those that
+        ``done`` (a metrics row) already holds on as many tasks are skipped."""
+        return final_evaluations(self._actor_policy, self.cfg, self.run_dir, done)
 
-        Evaluations that ``done`` (a metrics row) already holds on as many tasks are skipped.
-        """
-        t = self.cfg.train
-        n = t.final_eval_n or t.eval_n
-        done = done or {}
-        row: dict[str, float] = {}
-        for split in t.final_eval_splits:
-            size = float(len(list_tasks(self.cfg.env.name, split, n=n)))
-            for prefix, greedy in ((f"final/{split}", True), (f"final_sampled/{split}", False)):
-                wanted = t.final_eval_greedy if greedy else t.final_eval_sampled
-                if wanted and done.get(f"{prefix}/tasks") != size:
-                    res = self._evaluation(split, n, greedy)
-                    if res is not None:
-                        write_episodes(self.run_dir, prefix, res.episodes)
-                        row |= _eval_metrics(prefix, res)
-        return row
+    def _actor_policy(self) -> Policy:
+        return self._learner("actor").policy
 
     def _complete_final_evaluation(self) -> None:
         """A finished run resumed with other final splits (or more tasks) evaluates what its last row lacks."""
@@ -773,28 +430,6 @@ class Trainer:
         self.log.rewrite()
         self.checkpoint()
         self._emit("on_eval", self.iteration, added)
-
-    def _write_table(self, k: int, batch: UpdateBatch, explorer) -> None:
-        # the advantages the update used (PPO's: over its critic's values at the time); the explorer's
-        # fresh rollout has none yet (it trains on it next iteration)
-        mixed, rewards = batch.trajs, batch.rewards
-        adv = batch.advantages.tolist() if batch.advantages is not None else None
-        outcome = self.rewards.outcome_return
-        frames = [
-            turn_table(
-                mixed,
-                k,
-                self.rewards.batch_rewards(mixed, "process"),
-                rewards,
-                adv,
-                [outcome(t) for t in mixed],
-            )
-        ]
-        if explorer:
-            proc = self.rewards.batch_rewards(explorer, "process")
-            outcomes = [outcome(t) for t in explorer]
-            frames.append(turn_table(explorer, k, proc, proc, None, outcomes, first_id=len(mixed)))
-        write_table(pd.concat(frames, ignore_index=True), self.run_dir / "turns" / f"iter_{k:05d}.parquet")
 
     @property
     def budget_spent(self) -> bool:
@@ -848,31 +483,6 @@ class Trainer:
             self.cfg.swap.replay_capacity, self.cfg.swap.replay_filter, trajs.get("replay", [])
         )
         self.explorer_batch = trajs.get("explorer_batch", [])
-
-    def restore_newest(self) -> Path:
-        """Restore the newest checkpoint that loads: the one ``latest`` names, else an older one, with a
-        warning that names what could not be loaded. ``CheckpointError`` naming the run folder when
-        none loads: a resumed run never silently starts over."""
-        first = latest_checkpoint(self.run_dir)
-        if first is None:
-            raise CheckpointError(
-                self.run_dir,
-                "holds no checkpoint to resume from (no latest, no ckpt-* folder); "
-                "train it anew without resume, or delete it",
-            )
-        number = int(first.name[5:].partition(".")[0])
-        older = [c for c in checkpoints(self.run_dir) if int(c.name[5:].partition(".")[0]) < number]
-        failures: list[str] = []
-        for folder in [first, *older]:
-            try:
-                self.restore(folder)
-            except CheckpointError as err:
-                failures.append(str(err))
-                continue
-            if failures:
-                warnings.warn(f"{'; '.join(failures)}: resuming from {folder} instead", stacklevel=2)
-            return folder
-        raise CheckpointError(self.run_dir, f"holds no loadable checkpoint: {'; '.join(failures)}")
 
     def _stopped(self, k: int, err: FloatingPointError) -> TrainingStopped:
         """The one message of a run stopped by a non-finite value: the iteration, the last good
@@ -934,85 +544,6 @@ class Trainer:
         return RunResult(self.log.frame(), self.run_dir, cfg)
 
 
-# fields that change how long a run trains, how it executes and what it evaluates, not what it learns:
-# a run may resume under other values (a finished run then adds the final evaluations it lacks). Not
-# eval_split: one run's eval/* curve is on one split
-RESUMABLE_FIELDS = tuple(
-    f"train.{name}"
-    for name in (
-        "iterations",
-        "updates",
-        "max_env_steps",
-        "eval_every",
-        "eval_n",
-        "final_eval_split",
-        "final_eval_n",
-        "final_eval_sampled",
-        "final_eval_greedy",
-        "checkpoint_every",
-        "tables",
-        "threads",
-        "progress_bar",
-        "run_dir",
-    )
-)
-
-
-def _what_it_computes(cfg: RunConfig) -> dict:
-    d = cfg.to_dict()
-    if d["reward"]["process"] == "auto":  # the reward that runs: _checked resolves it, config.json keeps it
-        d["reward"]["process"] = auto_process_reward(cfg.env.name, cfg.swap.mode, cfg.reward.misalign_eps)
-    d["train"] = {k: v for k, v in d["train"].items() if f"train.{k}" not in RESUMABLE_FIELDS}
-    d["swap"]["explorer_lr"] = cfg.explorer_lr  # an explicit value equal to the default's is the same run
-    d["swap"]["explorer_temperature"] = cfg.explorer_temperature  # likewise
-    d["policy"].pop("warmstart_from")  # where the warm start came from: installing it checks its weights
-    if not cfg.policy.warmstart:  # the SFT settings of a warm start the run does not do
-        d["policy"] = {k: v for k, v in d["policy"].items() if not k.startswith("sft_")}
-    return d
-
-
-def resumable(cfg: RunConfig) -> Path | None:
-    """``cfg.train.run_dir`` if it holds a checkpoint of this same run, else None: ``train(cfg, resume=...)``.
-
-    So a notebook or a sweep cell that was killed continues from its last iteration when it runs
-    again. A checkpoint of a different configuration there raises instead of being mixed with this
-    run (only iterations, threads, the progress bar and the final evaluation may differ: a finished
-    run resumed with other final splits, more tasks or sampled evaluation adds what it lacks; the
-    SFT settings count only for a run that warm-starts itself).
-    """
-    if not cfg.train.run_dir:
-        return None
-    run_dir = Path(cfg.train.run_dir)
-    if not checkpoints(run_dir) or not (run_dir / "config.json").exists():
-        return None
-    diff = _differences(stored_config(run_dir), cfg)
-    if diff:
-        raise ValueError(
-            f"{run_dir} holds a checkpointed run of another configuration ({'; '.join(diff)}); "
-            "delete that folder or choose another run_dir"
-        )
-    return run_dir
-
-
-def _differences(stored: RunConfig, cfg: RunConfig) -> list[str]:
-    """What ``cfg`` would compute differently from the ``stored`` run, field by field."""
-    ours, theirs = _what_it_computes(cfg), _what_it_computes(stored)
-    return [
-        f"{section}.{k}: {theirs[section].get(k)!r} there, {v!r} here"
-        for section, fields in ours.items()
-        for k, v in fields.items()
-        if theirs[section].get(k) != v
-    ]
-
-
-def stored_config(run_dir: str | Path) -> RunConfig:
-    """The configuration a run folder was trained under (its ``config.json``), or an error naming it."""
-    path = Path(run_dir) / "config.json"
-    if not path.is_file():
-        raise CheckpointError(run_dir, "is not a training run: it has no config.json")
-    return read_record(path, RunConfig.from_dict)
-
-
 def train(
     cfg: RunConfig | None = None, callbacks: Sequence[Any] = (), resume: str | Path | None = None
 ) -> RunResult:
@@ -1034,7 +565,7 @@ def train(
     run_dir = Path(resume)
     stored = stored_config(run_dir)
     if cfg is not None:
-        diff = _differences(stored, cfg.validate())
+        diff = differences(stored, cfg.validate())
         if diff:
             raise ValueError(
                 f"{run_dir} resumes under its own settings; these cannot change on resume, as they change "
@@ -1051,7 +582,7 @@ def train(
             "train it anew without resume, or delete it",
         )
     trainer = _start(stored, callbacks, run_dir)
-    trainer.restore_newest()
+    restore_newest(trainer)
     return trainer.run()
 
 
@@ -1059,5 +590,5 @@ def _start(cfg: RunConfig, callbacks: Sequence[Any], run_dir: Path | None = None
     """The configuration checked, its starting policy built (the preset, or its SFT warm start, cached),
     and the Trainer that trains it. A resumed run builds it too: the reference of a KL penalty is a
     copy of it, and its checkpoint then replaces the weights that training changed."""
-    policy, report = initial_policy(_checked(cfg), progress_bar=cfg.train.progress_bar)
+    policy, report = initial_policy(checked(cfg), progress_bar=cfg.train.progress_bar)
     return Trainer(cfg, policy, callbacks, run_dir, start_report=report)

@@ -45,10 +45,11 @@ from rspo_kit.algos import (
     zero_variance_fraction,
 )
 from rspo_kit.algos.grpo import broadcast_to_steps
+from rspo_kit.algos.offpolicy import OffPolicy
 from rspo_kit.policy.rollout import Policy, Trajectory
 from rspo_kit.policy.step_scores import old_unit_logprobs, prompt_states, score_steps, step_tokens
 from rspo_kit.timing import timer
-from rspo_kit.train.config import AlgoConfig, SwapConfig
+from rspo_kit.train.config import AlgoConfig
 
 # opens the frozen reference policy for the KL penalty, e.g. ``ActorExplorer.reference``: with LoRA the
 # base with the adapters off, only while the block runs (so the actor's own passes keep theirs)
@@ -309,21 +310,22 @@ class Units:
     correction: list[torch.Tensor]  # the off-policy correction's own weights, before J's α weighting
 
 
-def _share_weights(flat: Flat, units_per_step: list[int], swap: SwapConfig) -> tuple[float, float]:
+def _share_weights(flat: Flat, units_per_step: list[int], offpolicy: OffPolicy) -> tuple[float, float]:
     """The factors on on- and off-policy units that make one token mean over the batch equal
     (1 − α)·J_on + α·J_off, each a token mean (the paper's Eq. 1; ``swap.offpolicy_weighting =
-    "explicit"`` in its loop); (1, 1) otherwise, or where the batch lacks either part."""
-    if not (swap.paper_loop and swap.offpolicy_weighting == "explicit"):
+    "explicit"`` in its loop: ``offpolicy.share`` is α); (1, 1) otherwise, or where the batch lacks
+    either part."""
+    if offpolicy.share is None:
         return 1.0, 1.0
     off = sum(n for n, o in zip(units_per_step, flat.offpolicy.tolist(), strict=True) if o)
     total = sum(units_per_step)
     if off == 0 or off == total:
         return 1.0, 1.0
-    alpha = swap.offpolicy_share
+    alpha = offpolicy.share
     return (1 - alpha) * total / (total - off), alpha * total / off
 
 
-def _unit_tensors(flat: Flat, current: dict, mode: str, swap: SwapConfig) -> Units:
+def _unit_tensors(flat: Flat, current: dict, mode: str, offpolicy: OffPolicy) -> Units:
     """Per step: the ratio's denominator, the weights, the LUFFY flags and the clip centres (units).
 
     On-policy steps compare against their behaviour log-probs with weight 1 and centre 1. Replayed
@@ -333,14 +335,14 @@ def _unit_tensors(flat: Flat, current: dict, mode: str, swap: SwapConfig) -> Uni
     by f(π) = π/(π+0.1) (``luffy``). J's α weighting multiplies the weights (``_share_weights``).
     """
     units = Units([], [], [], [], [])
-    clip = swap.offpolicy_clip
+    clip = offpolicy.clip
     for i, s in enumerate(flat.steps):
         behaviour = torch.tensor(old_unit_logprobs(s, mode), dtype=torch.float32)
         if flat.offpolicy[i]:
             now = current[i]
             shifted = clip == "shifted"
             units.old.append(behaviour if shifted else now)
-            units.weights.append(offpolicy_weights(now, behaviour, clip, swap.is_clip))
+            units.weights.append(offpolicy_weights(now, behaviour, clip, offpolicy.is_clip))
             units.shaped.append(torch.full_like(now, clip == "luffy", dtype=torch.bool))
             units.center.append(shifted_center(now, behaviour) if shifted else torch.ones_like(now))
         else:
@@ -349,7 +351,7 @@ def _unit_tensors(flat: Flat, current: dict, mode: str, swap: SwapConfig) -> Uni
             units.shaped.append(torch.zeros_like(behaviour, dtype=torch.bool))
             units.center.append(torch.ones_like(behaviour))
     units.correction = units.weights
-    on, off = _share_weights(flat, [len(o) for o in units.old], swap)
+    on, off = _share_weights(flat, [len(o) for o in units.old], offpolicy)
     if (on, off) != (1.0, 1.0):
         units.weights = [w * (off if flat.offpolicy[i] else on) for i, w in enumerate(units.weights)]
     return units
@@ -359,7 +361,7 @@ def _prepare(
     learner: Learner,
     flat: Flat,
     cfg: AlgoConfig,
-    swap: SwapConfig,
+    offpolicy: OffPolicy,
     temperature: float,
     clock: dict[str, float] | None = None,
 ):
@@ -377,7 +379,7 @@ def _prepare(
             raise FloatingPointError(f"non-finite advantages in the {cfg.name} update")
         if adv.returns is not None and not torch.isfinite(adv.returns).all():
             raise FloatingPointError(f"non-finite critic targets (returns) in the {cfg.name} update")
-        units = _unit_tensors(flat, current, learner.policy.mode, swap)
+        units = _unit_tensors(flat, current, learner.policy.mode, offpolicy)
     return values, adv, units
 
 
@@ -385,12 +387,17 @@ def update(
     learner: Learner,
     batch: UpdateBatch,
     cfg: AlgoConfig,
-    offpolicy: SwapConfig | None = None,
+    offpolicy: OffPolicy | None = None,
+    *,
     temperature: float = 1.0,
     seed: int = 0,
     reference: Reference | None = None,
 ) -> dict[str, float]:
     """One X-update of ``learner`` on ``batch``; returns ``loss/*``, ``adv/*`` (and ``is/*``) metrics.
+
+    ``offpolicy`` is how replayed steps enter the objective (a run's ``swap.offpolicy``; None: GePPO's
+    shifted clip, one token mean over the batch); ``temperature`` is the one the log-probs are scored
+    at, ``seed`` orders the minibatches.
 
     ``reference`` opens the frozen reference policy that ``cfg.kl_coef`` > 0 penalises the KL to
     (``loss/kl_ref``); with ``kl_coef`` = 0 it is never opened.
@@ -402,8 +409,8 @@ def update(
         flat = flatten(batch)
     if not flat.steps:
         return {}
-    swap = offpolicy or SwapConfig()
-    values, adv, units = _prepare(learner, flat, cfg, swap, temperature, clock)
+    offpolicy = offpolicy or OffPolicy()
+    values, adv, units = _prepare(learner, flat, cfg, offpolicy, temperature, clock)
     batch.advantages, batch.advantages_cfg = adv.step.detach().clone(), cfg
     batch.clip_centers = units.center
 
@@ -425,7 +432,7 @@ def update(
     metrics["update/steps"] = float(len(flat.steps))
     if flat.offpolicy.any():
         w = torch.cat([units.correction[i] for i in range(len(flat.steps)) if flat.offpolicy[i]])
-        metrics |= {f"is/{k}": v for k, v in weight_stats(w, swap.is_clip).items()}
+        metrics |= {f"is/{k}": v for k, v in weight_stats(w, offpolicy.is_clip).items()}
     if values is not None and adv.returns is not None:
         metrics["value/explained_variance"] = float(explained_variance(values, adv.returns))
     return metrics
@@ -594,12 +601,13 @@ def policy_gradient(
     learner: Learner,
     batch: UpdateBatch,
     cfg: AlgoConfig,
-    offpolicy: SwapConfig | None = None,
+    offpolicy: OffPolicy | None = None,
+    *,
     temperature: float = 1.0,
 ) -> list[torch.Tensor]:
     """The policy-loss gradient over the whole batch in one pass, without stepping (the swap test)."""
     flat = flatten(batch)
-    _, adv, units = _prepare(learner, flat, cfg, offpolicy or SwapConfig(), temperature)
+    _, adv, units = _prepare(learner, flat, cfg, offpolicy or OffPolicy(), temperature)
     every_step = list(range(len(flat.steps)))
     out, _, _ = _surrogate(learner, flat, adv, every_step, units, cfg, temperature)
     return list(torch.autograd.grad(out.loss, learner.params, allow_unused=True))
