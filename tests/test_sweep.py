@@ -288,7 +288,7 @@ def test_paired_report_differences_seed_by_seed_per_algorithm(tmp_path, capsys):
     assert table[5].startswith("| gigpo | variant=rspo − variant=control | 0, 1 | +6.0 / +0.0 → +3.0")
     assert report_main([*args, "--paired", "variant"]) == 2
     assert "--paired takes KEY=A,B" in capsys.readouterr().err
-    assert report_main([*args, "--paired", "LR=1,2"]) == 2
+    assert report_main([*args, "--paired", "algo.lr=1,2"]) == 2
     assert "no grid key 'algo.lr'" in capsys.readouterr().err
 
 
@@ -298,22 +298,26 @@ def test_report_reads_several_folders_as_one_sweep(tmp_path, capsys):
     from rspo_kit.experiments.report import main as report_main
 
     # a sweep, then an ablation of it in a second folder: a further knob, whose default the notebook says;
-    # grids of notebook 04's UPPERCASE parameters, read under the config's names
+    # grids of notebook 04's parameters and config fields, read under the config's names
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell("SWAP = True\nREPLAY_RATIO = None\nLR = 0.0")]
     notebook.cells[0].metadata["tags"] = ["parameters"]
     nbformat.write(notebook, tmp_path / "04.ipynb")
-    fixed = {"notebook": str(tmp_path / "04.ipynb"), "parameters": {"LR": 0.0001}}
+    fixed = {"notebook": str(tmp_path / "04.ipynb"), "parameters": {"algo.lr": 0.0001}}
     first = {
         f"SEED={s}__SWAP={v}": {"final_eval_score": 40.0 + s + 2 * (v == "true")}
         for s in (0, 1, 2)
         for v in ("true", "false")
     }
     _fake_sweep(tmp_path / "a", {"SEED": [0, 1, 2], "SWAP": [True, False]}, first, **fixed)
-    later = {f"SEED={s}__SWAP=true__REPLAY_RATIO=0.0": {"final_eval_score": 39.0 + 2 * s} for s in (0, 1)}
-    _fake_sweep(tmp_path / "b", {"SEED": [0, 1, 2], "SWAP": [True], "REPLAY_RATIO": [0.0]}, later, **fixed)
+    later = {
+        f"SEED={s}__SWAP=true__swap.replay_ratio=0.0": {"final_eval_score": 39.0 + 2 * s} for s in (0, 1)
+    }
+    _fake_sweep(
+        tmp_path / "b", {"SEED": [0, 1, 2], "SWAP": [True], "swap.replay_ratio": [0.0]}, later, **fixed
+    )
     folders = [str(tmp_path / "a"), str(tmp_path / "b")]
-    pairs = ["--paired", "REPLAY_RATIO=0.0,null", "--paired", "SWAP=true,false"]  # one table per key
+    pairs = ["--paired", "swap.replay_ratio=0.0,null", "--paired", "SWAP=true,false"]  # one table per key
     assert report_main([*folders, "--metrics", "final_eval_score", *pairs]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "| variant | swap.replay_ratio | seeds | final_eval_score |"  # the notebook's None
@@ -331,7 +335,7 @@ def test_report_reads_several_folders_as_one_sweep(tmp_path, capsys):
         "| None | variant=rspo − variant=plain | 0, 1, 2 | +2.0 / +2.0 / +2.0 → +2.0 [+2.0, +2.0] |",
     ]
     # cells told apart by two keys (the ablation − plain): one table, grouped by neither key
-    across = ["--paired", "SWAP=true&REPLAY_RATIO=0.0,SWAP=false"]
+    across = ["--paired", "SWAP=true&swap.replay_ratio=0.0,SWAP=false"]
     assert report_main([*folders, "--metrics", "final_eval_score", *across]) == 0
     lines = capsys.readouterr().out.splitlines()
     paired = lines[lines.index("Paired by seed:") + 2 :]
@@ -351,7 +355,7 @@ def test_report_reads_several_folders_as_one_sweep(tmp_path, capsys):
         paired_table(table, [("R", 0.0, None)], [], ["x"])
     assert lines[-2:] == [
         f"8 of 9 cells finished ({', '.join(folders)})",
-        "- SEED=2__SWAP=true__REPLAY_RATIO=0.0: not started",
+        "- SEED=2__SWAP=true__swap.replay_ratio=0.0: not started",
     ]
     # a protocol that differs between the folders becomes a column instead of being pooled unseen
     _fake_sweep(
@@ -362,8 +366,8 @@ def test_report_reads_several_folders_as_one_sweep(tmp_path, capsys):
     assert lines[0] == "| variant | algo.lr | seeds | final_eval_score |"  # c: the notebook's (unreadable)
     assert lines[2].startswith("| rspo | 0.0001 | 0, 1, 2 | ") and lines[4] == "| rspo | None | 3 | 50.0 |"
     # one folder whose later grid added a key: its earlier cells ran with the notebook's default
-    later = {"SEED=0__SWAP=false__REPLAY_RATIO=0.0": {"final_eval_score": 35.0}}
-    _fake_sweep(tmp_path / "d", {"SEED": [0], "SWAP": [False], "REPLAY_RATIO": [0.0]}, later, **fixed)
+    later = {"SEED=0__SWAP=false__swap.replay_ratio=0.0": {"final_eval_score": 35.0}}
+    _fake_sweep(tmp_path / "d", {"SEED": [0], "SWAP": [False], "swap.replay_ratio": [0.0]}, later, **fixed)
     sweep = json.loads((tmp_path / "d" / "sweep.json").read_text())
     sweep["cells"]["SEED=0__SWAP=false"] = {"SEED": 0, "SWAP": False}  # the first grid's cell
     (tmp_path / "d" / "sweep.json").write_text(json.dumps(sweep))
@@ -1119,36 +1123,3 @@ def test_the_reference_run_evaluates_the_starting_policy_once(tmp_path):
     written = (run / "final_episodes.parquet").stat().st_mtime_ns
     sweep_module.reference_run("smoke", tmp_path, fixed, log=None)  # a sweep run again: kept as it is
     assert (run / "final_episodes.parquet").stat().st_mtime_ns == written
-
-
-def test_an_archive_of_the_protocol_given_setting_by_setting_pools_with_the_protocol_preset(tmp_path, capsys):
-    from rspo_kit.experiments.report import main as report_main
-
-    # the ALFWorld protocol as a grid of notebook 04's UPPERCASE parameters ran it, one by one
-    fixed = {"PRESET": "tiny", "INTERACTIVE": False, "THREADS": 1, "ITERATIONS": 1000, "MAX_ENV_STEPS": 40000}
-    fixed |= {"LR": 3e-5, "EVAL_SPLIT": "valid", "EVAL_N": 40, "EVAL_EVERY": 5, "FINAL_EVAL_N": 120}
-    fixed |= {"FINAL_EVAL_SPLIT": "eval,eval_unseen", "FINAL_EVAL_SAMPLED": True, "ENV": "alfworld"}
-    fixed |= {"SFT_UPDATES": 1536, "MAX_STEPS": 30}
-
-    def folder(name: str, keys: list[str], cells: dict, parameters: dict) -> Path:
-        out = _archive(tmp_path / name, keys, cells, {n: {"final_eval_success": 0.25} for n in cells})
-        manifest = json.loads((out / "sweep.json").read_text())
-        (out / "sweep.json").write_text(json.dumps(manifest | {"parameters": parameters}))
-        return out
-
-    old = folder("old", ["SWAP", "SEED"], {"SWAP=true__SEED=0": {"SWAP": True, "SEED": 0}}, fixed)
-    protocol = {"PRESET": "alfworld-40k", "INTERACTIVE": False}
-    new = {"variant=rspo__train.seed=1": {"variant": "rspo", "train.seed": 1}}
-    same = folder("same", ["variant", "train.seed"], new, protocol)
-    assert report_main([str(old), str(same)]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[:3] == [  # one group: the same runs, the protocol named once and once setting by setting
-        "| seeds | final_eval_success |",
-        "|---|---|",
-        "| 0, 1 | 25.0 / 25.0 → 25.0 [25.0, 25.0] |",
-    ]
-    other = folder("other", ["variant", "train.seed"], new, protocol | {"OVERRIDES": {"algo.lr": 1e-4}})
-    assert report_main([str(old), str(other)]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "| algo.lr | seeds | final_eval_success |"  # another learning rate: a column
-    assert lines[2:4] == ["| 3e-05 | 0 | 25.0 |", "| 0.0001 | 1 | 25.0 |"]

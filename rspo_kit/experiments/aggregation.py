@@ -28,7 +28,7 @@ def _scalar(value: Any) -> bool:
 
 def config_manifest(manifest: Mapping[str, Any]) -> dict:
     """A sweep's manifest with its keys, cells' values and fixed parameters under their config names
-    (``config_params``): ``ALGO=gigpo__SWAP=false__SEED=0`` reads as algo.name gigpo, variant plain,
+    (``config_params``): ``ALGO=gigpo__VARIANT=plain__SEED=0`` reads as algo.name gigpo, variant plain,
     train.seed 0, like ``algo.name=gigpo__variant=plain__train.seed=0``."""
     keys = [config_key(k)[0] for k in manifest.get("keys", [])]
     cells = {name: config_params(params) for name, params in manifest.get("cells", {}).items()}

@@ -1,6 +1,6 @@
 """A sweep's record, small enough to commit, that ``report`` reads again like the sweep itself.
 
-    python -m rspo_kit.experiments.archive runs/sweeps/alfworld-40k results/alfworld_rspo_vs_base/sweep
+    python -m rspo_kit.experiments.archive runs/sweeps/alfworld-40k results/alfworld_paper_loop/archive_equal_updates
 
 A sweep folder holds checkpoints and executed notebooks (hundreds of MB), so it is never committed,
 and a fresh checkout would have only the aggregated CSVs: it could not pool further seeds with the

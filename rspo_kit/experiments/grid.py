@@ -22,63 +22,34 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rspo_kit.train.presets import NOTEBOOK_PARAMETERS
+
 MANIFEST = "sweep.json"  # a sweep folder's record of its notebook, grid keys, fixed parameters and cells
 SEED_KEY = "train.seed"  # the key whose values are replicates: summaries average over it
 
-# notebook 04's parameters that are config fields, under the field's name (the short names of a
-# grid, and the UPPERCASE parameters that grids of archived sweeps used)
+# A grid names a setting by its config field (``algo.lr``), by notebook 04's parameter for it (``ALGO``:
+# ``rspo_kit.train.presets.NOTEBOOK_PARAMETERS``, the one table of those names), or by the short name of
+# the three keys nearly every grid varies, the parameter's name in lower case (``algo``, ``variant``,
+# ``seed``). Both kinds of alias read as the field, so sweeps report in the same columns.
+SHORT_NAMES = {parameter.lower(): parameter for parameter in ("ALGO", "VARIANT", "SEED")}
 CONFIG_KEYS = {
-    "algo": "algo.name",
-    "ALGO": "algo.name",
-    "variant": "variant",
-    "VARIANT": "variant",
-    "SWAP": "variant",
-    "seed": "train.seed",
-    "SEED": "train.seed",
-    "ENV": "env.name",
-    "ENV_MODULE": "env.module",
-    "ITERATIONS": "train.iterations",
-    "LR": "algo.lr",
-    "GROUP_SIZE": "algo.group_size",
-    "MAX_ENV_STEPS": "train.max_env_steps",
-    "UPDATES": "train.updates",
-    "MAX_STEPS": "env.max_steps",
-    "EVAL_N": "train.eval_n",
-    "EVAL_EVERY": "train.eval_every",
-    "EVAL_SPLIT": "train.eval_split",
-    "FINAL_EVAL_SPLIT": "train.final_eval_split",
-    "FINAL_EVAL_N": "train.final_eval_n",
-    "FINAL_EVAL_SAMPLED": "train.final_eval_sampled",
-    "OUTCOME_MODE": "reward.outcome_mode",
-    "MISALIGN_EPS": "reward.misalign_eps",
-    "SFT_UPDATES": "policy.sft_updates",
-    "SFT_MINUTES": "policy.sft_minutes",
-    "SFT_DEMO_TASKS": "policy.sft_demo_tasks",
-    "EXPLORER_LR": "swap.explorer_lr",
-    "EXPLORER_UPDATES": "swap.explorer_updates",
-    "REPLAY_FILTER": "swap.replay_filter",
-    "REPLAY_RATIO": "swap.replay_ratio",
-    # archived grids named the field before it was renamed: offpolicy_weight is today's offpolicy_clip
-    "OFFPOLICY_WEIGHT": "swap.offpolicy_clip",
-    "OFFPOLICY_CLIP": "swap.offpolicy_clip",
-    "swap.offpolicy_weight": "swap.offpolicy_clip",
+    **NOTEBOOK_PARAMETERS,
+    **{short: NOTEBOOK_PARAMETERS[parameter] for short, parameter in SHORT_NAMES.items()},
+    "SWAP": "variant",  # notebooks 03 and 05 choose the variant by SWAP: True (RSPO), False (plain) or a name
 }
-# a grid's short names for notebook 04's parameters
-SHORT_NAMES = {"variant": "VARIANT", "algo": "ALGO", "seed": "SEED"}
-# the variant of a boolean SWAP value (SWAP=true is RSPO)
 VARIANT_OF_SWAP = {True: "rspo", False: "plain"}
 
 
 def config_key(key: str, value: Any = None) -> tuple[str, Any]:
     """A grid key and value under the config field's name (``CONFIG_KEYS``); others as they are.
 
-    >>> config_key("SWAP", True), config_key("SWAP", "control"), config_key("SEED", 2)
-    (('variant', 'rspo'), ('variant', 'control'), ('train.seed', 2))
+    >>> config_key("VARIANT", "rspo"), config_key("SWAP", True), config_key("seed", 2)
+    (('variant', 'rspo'), ('variant', 'rspo'), ('train.seed', 2))
     >>> config_key("algo.lr", 3e-5), config_key("PRESET", "alfworld-40k")
     (('algo.lr', 3e-05), ('PRESET', 'alfworld-40k'))
     """
     name = CONFIG_KEYS.get(key, key)
-    if name == "variant" and isinstance(value, bool):
+    if key == "SWAP" and isinstance(value, bool):
         value = VARIANT_OF_SWAP[value]
     return name, value
 
@@ -86,7 +57,7 @@ def config_key(key: str, value: Any = None) -> tuple[str, Any]:
 def config_params(params: Mapping[str, Any]) -> dict[str, Any]:
     """Parameters under their config names (``config_key``); an ``OVERRIDES`` dict as its dotted keys.
 
-    >>> config_params({"ALGO": "gigpo", "SWAP": False, "OVERRIDES": {"algo.lr": 1e-4}})
+    >>> config_params({"ALGO": "gigpo", "VARIANT": "plain", "OVERRIDES": {"algo.lr": 1e-4}})
     {'algo.name': 'gigpo', 'variant': 'plain', 'algo.lr': 0.0001}
     """
     out: dict[str, Any] = {}

@@ -14,7 +14,7 @@ they got (to tune on, e.g. the explorer's edge over the actor).
 to read when two variants are close), e.g. RSPO − plain and RSPO − control; cells told apart by
 several keys pair the same way (``--paired 'variant=control&swap.replay_ratio=0.0,variant=plain'``:
 an ablation in a second folder − plain). Keys are config fields as ``load_sweep`` names them
-(``config_key``: ``SWAP=true,false`` of archived grids reads as ``variant=rspo,plain``). Where the cells
+(``config_key``: ``VARIANT=rspo,plain`` reads as ``variant=rspo,plain``). Where the cells
 recorded their final evaluations' episodes (``final_episodes.parquet``), it adds the same
 differences task by task (``task_paired_table``): each task's difference averaged over the seeds,
 and a 95% interval over the tasks. That interval is about these trained runs on these tasks; the

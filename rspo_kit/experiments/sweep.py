@@ -29,9 +29,9 @@ The output folder holds:
 - ``results.csv``, ``summary.csv``, ``curves.html`` — written by ``aggregate``.
 
 Reading a sweep (``load_sweep``) names its keys as config fields, whatever names its grid used:
-``ALGO``, ``SWAP`` (true, false, "control", ...) and ``SEED`` are ``algo.name``, ``variant`` (rspo,
-plain, control, ...) and ``train.seed`` (``config_key``), so archived grids of notebook 04's
-UPPERCASE parameters and grids of config fields report in the same columns.
+notebook 04's parameters (``ALGO``, ``VARIANT``, ``SEED``, ...: ``rspo_kit.train.presets.NOTEBOOK_PARAMETERS``)
+and the short names ``algo``, ``variant`` and ``seed`` are ``algo.name``, ``variant`` and ``train.seed``
+(``config_key``), so grids of either kind of name and grids of config fields report in the same columns.
 
 Cells run in separate processes, at most one per CPU core. A notebook with a ``THREADS`` parameter
 gets the preset's ``train.threads``, else cores // workers torch threads, unless ``THREADS`` is

@@ -210,9 +210,15 @@ def preset(
     return cfg.validate()
 
 
-# the config fields among a notebook's parameters (notebooks/04_training.ipynb): papermill passes them
-# typed (``-p``) or as text (``-r``); None or "" keeps the preset's value
-PARAMETER_FIELDS = {
+# Notebook 04's parameters that name a setting, and the config field each one is: the one table of these
+# UPPERCASE names (papermill parameters are Python identifiers, so a dotted field cannot be one).
+# ENV, ALGO and VARIANT choose the preset (``preset``); the others set their field (``PARAMETER_FIELDS``);
+# any other field goes in ``OVERRIDES`` under its dotted name. Sweeps read these names as the fields
+# they stand for (``rspo_kit.experiments.grid``).
+NOTEBOOK_PARAMETERS = {
+    "ENV": "env.name",
+    "ALGO": "algo.name",
+    "VARIANT": "variant",
     "ENV_MODULE": "env.module",
     "SEED": "train.seed",
     "ITERATIONS": "train.iterations",
@@ -220,6 +226,10 @@ PARAMETER_FIELDS = {
     "RUN_DIR": "train.run_dir",
     "INTERACTIVE": "train.progress_bar",
 }
+PRESET_PARAMETERS = ("ENV", "ALGO", "VARIANT")
+# the config fields among them: papermill passes them typed (``-p``) or as text (``-r``); None or ""
+# keeps the preset's value
+PARAMETER_FIELDS = {p: field for p, field in NOTEBOOK_PARAMETERS.items() if p not in PRESET_PARAMETERS}
 
 
 def from_parameters(parameters: Mapping[str, Any]) -> RunConfig:
