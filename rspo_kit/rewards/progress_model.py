@@ -48,6 +48,10 @@ encoder's states cached so that a refit takes seconds)::
     python -m rspo_kit.rewards.progress_model train --env alfworld --out data/progress_models/alfworld
     python -m rspo_kit.rewards.progress_model report data/progress_models/alfworld
     python -m rspo_kit.rewards.progress_model curve RUN_DIR ... --out FOLDER
+
+Why one module of this length: the encoder, the head, the saved model and its checks, the process-reward
+adapter and the CLI make one artefact (a weights file is only valid with the encoder digest, head
+digests and data record written and checked here); the data it is fitted on lives in ``progress_data``.
 """
 
 from __future__ import annotations

@@ -23,6 +23,9 @@ results into the map:
 
 Notebook 07 (``notebooks/07_regime_map.ipynb``) draws the map from the committed archive
 (``ARCHIVE``); ``RERUN_COMMANDS`` run the sweep and archive it again.
+
+Why one module of this length: it is the whole study's reading (loading, differences, swap statistics,
+tables, figure specs) for notebook 07 and ``results/regime_map``; no library code depends on it.
 """
 
 from __future__ import annotations

@@ -19,6 +19,10 @@ no optimizer step: Adam's momentum would otherwise keep moving the policy where 
 A non-finite value that matters raises ``FloatingPointError``: critic values and targets, advantages,
 a pass's loss, the gradient norm (before the optimizer step, which is then not taken) and the
 parameters after a step. The trainer stops the run on it before anything of the iteration is saved.
+
+Why one module of this length: the pre-pass, the equal-size minibatches, the off-policy weights and the
+guards against a step on a zero or non-finite gradient are one update, whose order matters
+(``tests/test_train.py`` and ``tests/test_swap.py`` check it step by step).
 """
 
 from __future__ import annotations

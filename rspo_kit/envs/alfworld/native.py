@@ -17,6 +17,10 @@ command at every step. This module implements the same game directly for the sce
 Everything that process rewards and GiGPO read goes through ``state.WorldState``, so both engines
 agree on ``progress`` and ``anchor`` by construction. ``tests/test_alfworld_native.py`` checks the
 transcripts against the real engine step by step.
+
+Why one module of this length: every action, its preconditions and its feedback text must agree with
+the real engine to the character (``tests/test_alfworld_native.py`` compares whole transcripts), and
+they read one another's state and phrasing; split apart, a change to one would hide its twin.
 """
 
 from __future__ import annotations
