@@ -56,6 +56,19 @@ def close(actual: torch.Tensor, expected, tol: float = 1e-9) -> None:
     torch.testing.assert_close(actual, torch.as_tensor(expected, dtype=actual.dtype), rtol=tol, atol=tol)
 
 
+def gigpo_of(b: dict, anchor: torch.Tensor | None = None, **kwargs):
+    """``gigpo_advantages`` on a ``trajectory_batch``, with its own anchors unless ``anchor`` is given."""
+    anchor = tlong(b["anchor"]) if anchor is None else anchor
+    return gigpo_advantages(
+        t64(b["episode_returns"]),
+        tlong(b["group"]),
+        t64(b["step_rewards"]),
+        tlong(b["step_traj"]),
+        anchor,
+        **kwargs,
+    )
+
+
 # ---------------------------------------------------------------- strategies
 
 
@@ -311,17 +324,7 @@ def test_discounted_returns_sparse_outcome_and_dtype():
     st.sampled_from(["trajectories", "steps"]),
 )
 def test_gigpo_matches_loop(b, gamma, omega, use_std, episode_stats):
-    adv = gigpo_advantages(
-        t64(b["episode_returns"]),
-        tlong(b["group"]),
-        t64(b["step_rewards"]),
-        tlong(b["step_traj"]),
-        tlong(b["anchor"]),
-        gamma=gamma,
-        omega=omega,
-        use_std=use_std,
-        episode_stats=episode_stats,
-    )
+    adv = gigpo_of(b, gamma=gamma, omega=omega, use_std=use_std, episode_stats=episode_stats)
     episode, step, total, keys, sizes = ref_gigpo(b, gamma, omega, use_std, episode_stats)
     close(adv.episode, episode, 1e-7)
     close(adv.step, step, 1e-7)
@@ -335,15 +338,7 @@ def test_gigpo_matches_loop(b, gamma, omega, use_std, episode_stats):
 @EXAMPLES
 @given(trajectory_batch(), st.booleans())
 def test_gigpo_distinct_anchors_reduce_to_grpo(b, use_std):
-    n_steps = len(b["step_traj"])
-    adv = gigpo_advantages(
-        t64(b["episode_returns"]),
-        tlong(b["group"]),
-        t64(b["step_rewards"]),
-        tlong(b["step_traj"]),
-        torch.arange(n_steps),
-        use_std=use_std,
-    )
+    adv = gigpo_of(b, anchor=torch.arange(len(b["step_traj"])), use_std=use_std)
     grpo = grpo_advantages(t64(b["episode_returns"]), tlong(b["group"]), use_std=use_std)
     assert torch.all(adv.step == 0)
     assert torch.all(adv.step_group_size == 1)
@@ -353,14 +348,7 @@ def test_gigpo_distinct_anchors_reduce_to_grpo(b, use_std):
 @EXAMPLES
 @given(trajectory_batch(), st.booleans())
 def test_gigpo_step_advantages_sum_to_zero_per_step_group(b, use_std):
-    adv = gigpo_advantages(
-        t64(b["episode_returns"]),
-        tlong(b["group"]),
-        t64(b["step_rewards"]),
-        tlong(b["step_traj"]),
-        tlong(b["anchor"]),
-        use_std=use_std,
-    )
+    adv = gigpo_of(b, use_std=use_std)
     n_groups = int(adv.step_group.max()) + 1
     sums = torch.zeros(n_groups, dtype=F64).index_add_(0, adv.step_group, adv.step)
     close(sums, torch.zeros_like(sums), 1e-7)
