@@ -21,7 +21,7 @@ import pytest
 from rspo_kit.experiments import ensure_kernel
 from rspo_kit.experiments.cells import HEADLESS_ENV
 from rspo_kit.experiments.grid import cell_name
-from rspo_kit.records import read_results
+from rspo_kit.records import read_results, save_figure
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -440,6 +440,19 @@ def test_07_regime_map_draws_the_map_from_an_archive(kernel, tmp_path):
         assert (out / f"{name}.html").is_file()
     assert json.loads((out / "results.json").read_text()) == results
     assert {p: p.read_bytes() for p in archive.rglob("*") if p.is_file()} == files  # only read
+
+
+def test_a_figure_s_static_copy_is_one_titled_page_of_that_figure(tmp_path):
+    import plotly.graph_objects as go
+
+    fig = go.Figure(go.Bar(x=["plain", "rspo"], y=[0.25, 0.75]))
+    path = save_figure(fig, tmp_path / "new" / "folder", "rspo − <plain>")
+    page = path.read_text(encoding="utf-8")  # the title's minus sign is written as UTF-8
+    assert path == tmp_path / "new" / "folder" / "rspo − <plain>.html"
+    assert page.startswith('<!DOCTYPE html><html><head><meta charset="utf-8">')
+    assert "<title>rspo − &lt;plain&gt;</title>" in page and page.rstrip().endswith("</body></html>")
+    assert page.count("Plotly.newPlot") == 1 and "cdn.plot.ly/plotly-" in page
+    assert '"x":["plain","rspo"],"y":[0.25,0.75]' in page
 
 
 # -------------------------------------------------------------------------------------------- hygiene

@@ -19,6 +19,7 @@ RSPO_RESULTS {"curve": [0.0, null], "success": 0.25}
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import os
@@ -119,11 +120,14 @@ def has_results(notebook_path: str | os.PathLike) -> bool:
 def save_figure(fig: Any, run_dir: str | os.PathLike, name: str) -> Path:
     """Write a plotly figure to ``run_dir/<name>.html`` (plotly.js from its CDN) and return the path.
 
-    Duck-typed (any object with ``write_html``), so the library never imports plotly. The file is the
-    figure's static copy for places where no notebook JavaScript runs; it needs a browser online.
+    Duck-typed (any object with ``to_html``), so the library never imports plotly. The file is the
+    figure's static copy for places where no notebook JavaScript runs; it needs a browser online. The
+    page is titled ``name`` (a browser's tab says which figure it is) and holds only the figure.
     """
     folder = Path(run_dir)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.html"
-    fig.write_html(str(path), include_plotlyjs="cdn")
+    body = fig.to_html(full_html=False, include_plotlyjs="cdn")
+    head = f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{html.escape(name)}</title></head><body>'
+    path.write_text(f"{head}\n{body}\n</body></html>\n", encoding="utf-8")
     return path
