@@ -14,17 +14,7 @@ from collections.abc import Mapping
 from typing import Any, get_type_hints
 
 from rspo_kit.paths import warm_start_policy
-from rspo_kit.train.config import (
-    VARIANTS,
-    Algo,
-    AlgoConfig,
-    EnvConfig,
-    PolicyConfig,
-    RewardConfig,
-    RunConfig,
-    SwapConfig,
-    TrainConfig,
-)
+from rspo_kit.train.config import VARIANTS, Algo, RunConfig
 from rspo_kit.train.fields import parse_field
 
 
@@ -42,6 +32,23 @@ def _protocol_train(max_env_steps: int, eval_every: int) -> dict[str, Any]:
         "final_eval_n": 120,
         "final_eval_sampled": True,
         "threads": 1,
+    }
+
+
+def _alfworld_protocol(warm_start: str, **policy: Any) -> dict[str, dict[str, Any]]:
+    """The ALFWorld protocol (``alfworld-40k``, the notes beside it): 40,000 env steps, lr 3e-5,
+    episodes capped at 30 steps, from the tiny model's warm start ``warm_start`` of 1,536 SFT updates
+    under that cap; ``policy`` adds to how that warm start was made."""
+    return {
+        "env": {"name": "alfworld", "train_tasks": 400, "tasks_per_iteration": 8, "max_steps": 30},
+        "policy": {
+            "preset": "tiny",
+            "sft_updates": 1536,
+            **policy,
+            "warmstart_from": warm_start_policy(warm_start),
+        },
+        "algo": {"group_size": 8, "lr": 3e-5, "minibatch_steps": 64},
+        "train": _protocol_train(max_env_steps=40_000, eval_every=5),
     }
 
 
@@ -86,16 +93,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     # the 120-task splits), lr 3e-5 (tuned on valid from this warm start), episodes capped at 30 steps,
     # success as the outcome; the warm start is 1,536 SFT updates under the same cap (what 10 minutes
     # gave on 2 cores, as a count: the same schedule on any machine; data/warm_starts/README.md).
-    "alfworld-40k": {
-        "env": {"name": "alfworld", "train_tasks": 400, "tasks_per_iteration": 8, "max_steps": 30},
-        "policy": {
-            "preset": "tiny",
-            "sft_updates": 1536,
-            "warmstart_from": warm_start_policy("alfworld_tiny_sft1536_cap30"),
-        },
-        "algo": {"group_size": 8, "lr": 3e-5, "minibatch_steps": 64},
-        "train": _protocol_train(max_env_steps=40_000, eval_every=5),
-    },
+    "alfworld-40k": _alfworld_protocol("alfworld_tiny_sft1536_cap30"),
     # The hard regime on ALFWorld, where RSPO's first precondition holds: alfworld-40k (budget, lr, cap,
     # evaluations) from a warm start that has never seen two of the six task kinds, so that its groups on
     # them fail every time (a third of the groups: RL trains on all six, and the evaluations cover all six,
@@ -110,17 +108,10 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     # can build on. The start they give wins none of those two kinds' 2 x 40 test tasks, greedy or
     # sampled, and 36% (greedy) of the other four's (the README beside it). The explorer setting is the
     # config default; the regime map says which to run.
-    "alfworld-hard": {
-        "env": {"name": "alfworld", "train_tasks": 400, "tasks_per_iteration": 8, "max_steps": 30},
-        "policy": {
-            "preset": "tiny",
-            "sft_updates": 1536,
-            "sft_exclude_kinds": ("look_at_obj_in_light", "pick_heat_then_place_in_recep"),
-            "warmstart_from": warm_start_policy("alfworld_tiny_sft1536_cap30_no_look_heat"),
-        },
-        "algo": {"group_size": 8, "lr": 3e-5, "minibatch_steps": 64},
-        "train": _protocol_train(max_env_steps=40_000, eval_every=5),
-    },
+    "alfworld-hard": _alfworld_protocol(
+        "alfworld_tiny_sft1536_cap30_no_look_heat",
+        sft_exclude_kinds=("look_at_obj_in_light", "pick_heat_then_place_in_recep"),
+    ),
     # WebShop: 7,000 env steps (plain GRPO's best valid evaluation came at 6.7k and fell after: chosen
     # on valid, on plain GRPO's own curve), lr 1e-4 (tuned on valid for GRPO), partial credit (score /
     # 100) as the outcome, since full successes are rare for the tiny model, and the replay of explorer
@@ -193,15 +184,11 @@ def preset(
     variant = {True: "rspo", False: "plain"}.get(swap, swap) if isinstance(swap, bool) else swap
     if variant not in VARIANTS:
         raise ValueError(f"swap = {swap!r} is not allowed; choose True, False or one of {sorted(VARIANTS)}")
-    parts = PRESETS[name]
-    cfg = RunConfig(
-        env=EnvConfig(**{**parts.get("env", {}), "name": env}),
-        policy=PolicyConfig(**parts.get("policy", {})),
-        reward=RewardConfig(**parts.get("reward", {})),
-        algo=AlgoConfig(**{**parts.get("algo", {}), "name": algo}),
-        swap=SwapConfig(**parts.get("swap", {})),
-        train=TrainConfig(**{**parts.get("train", {}), "seed": seed}),
-    )
+    parts = {section: dict(values) for section, values in PRESETS[name].items()}
+    parts.setdefault("env", {})["name"] = env
+    parts.setdefault("algo", {})["name"] = algo
+    parts.setdefault("train", {})["seed"] = seed
+    cfg = RunConfig.from_dict(parts)
     cfg.swap.mode, cfg.reward.train_on = VARIANTS[variant]
     if variant == "group_mixing":
         cfg.swap.offpolicy_clip = "truncated_is"
