@@ -5,7 +5,7 @@ costs only what its caller reads: the CLI's ``--help`` and the config import nei
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from importlib import import_module
 from typing import Any
 
@@ -31,3 +31,12 @@ def lazy_exports(
         return sorted([*namespace, *homes])
 
     return __getattr__, __dir__
+
+
+def submodule_homes(package: str, names: Mapping[str, Iterable[str]]) -> dict[str, str]:
+    """``homes`` for ``lazy_exports`` from a table of ``package``'s submodules and the names each defines.
+
+    >>> submodule_homes("rspo_kit.algos", {"gae": ("turn_gae", "whiten")})
+    {'turn_gae': 'rspo_kit.algos.gae', 'whiten': 'rspo_kit.algos.gae'}
+    """
+    return {name: f"{package}.{module}" for module, defined in names.items() for name in defined}

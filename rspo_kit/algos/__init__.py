@@ -23,7 +23,7 @@ or normalisations could lose precision, results in the input's floating dtype.
 
 from __future__ import annotations
 
-from rspo_kit._lazy import lazy_exports
+from rspo_kit._lazy import lazy_exports, submodule_homes
 
 # Each name loads its module (and torch) on first use, so that ``rspo_kit.train.config`` can take
 # ``OffPolicyMode`` from ``offpolicy`` without importing torch.
@@ -53,8 +53,6 @@ _NAMES = {
     ),
     "offpolicy": ("OFFPOLICY_MODES", "OffPolicyMode", "offpolicy_weights", "shifted_center", "weight_stats"),
 }
-_HOME = {name: f"rspo_kit.algos.{module}" for module, names in _NAMES.items() for name in names}
-__all__ = sorted(_HOME)
-
-
+_HOME = submodule_homes(__name__, _NAMES)
 __getattr__, __dir__ = lazy_exports(__name__, _HOME)
+__all__ = sorted(_HOME)

@@ -9,7 +9,7 @@ makes it the process reward ``"progress_model"``).
 
 from __future__ import annotations
 
-from rspo_kit._lazy import lazy_exports
+from rspo_kit._lazy import lazy_exports, submodule_homes
 from rspo_kit.rewards import alfworld, chain, webshop  # noqa: F401  (importing them registers the built-in rewards)
 from rspo_kit.rewards.outcome import (
     OUTCOME_MODES,
@@ -78,9 +78,7 @@ _NAMES = {
         "use_progress_model",
     ),
 }
-_HOME = {name: f"rspo_kit.rewards.{module}" for module, names in _NAMES.items() for name in names}
-
-
+_HOME = submodule_homes(__name__, _NAMES)
 __getattr__, __dir__ = lazy_exports(__name__, _HOME)
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rspo_kit._lazy import lazy_exports
+from rspo_kit._lazy import lazy_exports, submodule_homes
 
 if TYPE_CHECKING:
     from rspo_kit.swap.buffer import LoopBuffer, ReplayEntry, draw
@@ -49,31 +49,6 @@ if TYPE_CHECKING:
     from rspo_kit.swap.relabel import ACTOR_SIGNAL, EXPLORER_SIGNAL, SwapResult, relabel_outcome, reward_swap
     from rspo_kit.swap.replay import FILTERS, ReplayBuffer, ReplayFilter, admit, group_outcomes, mixed_groups
     from rspo_kit.swap.stats import swap_metrics
-
-_LOOP = (
-    "LoopBatch",
-    "LoopRecord",
-    "LoopRun",
-    "LoopSettings",
-    "actor_phase",
-    "collect",
-    "end_loop",
-    "explorer_phase",
-    "loop_metrics",
-    "rspo_loop",
-)
-_HOME = {name: "rspo_kit.swap.loop" for name in _LOOP}
-_HOME |= {name: "rspo_kit.swap.buffer" for name in ("LoopBuffer", "ReplayEntry", "draw")}
-_HOME |= {name: "rspo_kit.swap.explorer" for name in ("derive_explorer", "sync_explorer", "syncs_at")}
-_HOME |= {
-    name: "rspo_kit.swap.relabel"
-    for name in ("ACTOR_SIGNAL", "EXPLORER_SIGNAL", "SwapResult", "relabel_outcome", "reward_swap")
-}
-_HOME |= {
-    name: "rspo_kit.swap.replay"
-    for name in ("FILTERS", "ReplayBuffer", "ReplayFilter", "admit", "group_outcomes", "mixed_groups")
-}
-_HOME |= {"swap_metrics": "rspo_kit.swap.stats"}
 
 __all__ = [
     "ACTOR_SIGNAL",
@@ -106,5 +81,24 @@ __all__ = [
     "syncs_at",
 ]
 
-
+_NAMES = {
+    "buffer": ("LoopBuffer", "ReplayEntry", "draw"),
+    "explorer": ("derive_explorer", "sync_explorer", "syncs_at"),
+    "loop": (
+        "LoopBatch",
+        "LoopRecord",
+        "LoopRun",
+        "LoopSettings",
+        "actor_phase",
+        "collect",
+        "end_loop",
+        "explorer_phase",
+        "loop_metrics",
+        "rspo_loop",
+    ),
+    "relabel": ("ACTOR_SIGNAL", "EXPLORER_SIGNAL", "SwapResult", "relabel_outcome", "reward_swap"),
+    "replay": ("FILTERS", "ReplayBuffer", "ReplayFilter", "admit", "group_outcomes", "mixed_groups"),
+    "stats": ("swap_metrics",),
+}
+_HOME = submodule_homes(__name__, _NAMES)
 __getattr__, __dir__ = lazy_exports(__name__, _HOME)

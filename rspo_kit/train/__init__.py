@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rspo_kit._lazy import lazy_exports
+from rspo_kit._lazy import lazy_exports, submodule_homes
 
 if TYPE_CHECKING:
     from rspo_kit.train.checkpoint import CheckpointError
@@ -32,25 +32,6 @@ if TYPE_CHECKING:
     from rspo_kit.train.resume import resumable
     from rspo_kit.train.setup import initial_policy
     from rspo_kit.train.trainer import EVENTS, Event, RunResult, Trainer, TrainingStopped, train
-
-_CONFIG = (
-    "VARIANTS",
-    "AlgoConfig",
-    "EnvConfig",
-    "PolicyConfig",
-    "RewardConfig",
-    "RunConfig",
-    "SwapConfig",
-    "TrainConfig",
-    "variant_of",
-)
-_HOME = {name: "rspo_kit.train.config" for name in _CONFIG}
-_HOME |= {name: "rspo_kit.train.presets" for name in ("PRESETS", "from_parameters", "preset")}
-_HOME |= {name: "rspo_kit.train.trainer" for name in ("EVENTS", "Event", "RunResult", "Trainer")}
-_HOME |= {name: "rspo_kit.train.trainer" for name in ("TrainingStopped", "train")}
-_HOME |= {"resumable": "rspo_kit.train.resume"}
-_HOME |= {"CheckpointError": "rspo_kit.train.checkpoint"}
-_HOME |= {"initial_policy": "rspo_kit.train.setup"}
 
 __all__ = [
     "EVENTS",
@@ -76,5 +57,23 @@ __all__ = [
     "variant_of",
 ]
 
-
+_NAMES = {
+    "checkpoint": ("CheckpointError",),
+    "config": (
+        "VARIANTS",
+        "AlgoConfig",
+        "EnvConfig",
+        "PolicyConfig",
+        "RewardConfig",
+        "RunConfig",
+        "SwapConfig",
+        "TrainConfig",
+        "variant_of",
+    ),
+    "presets": ("PRESETS", "from_parameters", "preset"),
+    "resume": ("resumable",),
+    "setup": ("initial_policy",),
+    "trainer": ("EVENTS", "Event", "RunResult", "Trainer", "TrainingStopped", "train"),
+}
+_HOME = submodule_homes(__name__, _NAMES)
 __getattr__, __dir__ = lazy_exports(__name__, _HOME)
