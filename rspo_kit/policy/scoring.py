@@ -45,27 +45,11 @@ def candidate_logprobs(
     prompts: Sequence[Sequence[int]],
     candidates: Sequence[Sequence[Sequence[int]]],
     pad_id: int,
-    max_batch: int = 512,
-    score: ChoiceScore = "sum",
-    max_length: int | None = None,
+    **options,
 ) -> list[torch.Tensor]:
-    """Score of every candidate reply after its prompt: one (C_b,) tensor per prompt; ``score="sum"``
-    is the summed token log-prob, ``"mean"`` the mean token log-prob of the candidate.
-
-    Each prompt is packed with all of its candidates into one sequence, and a 4-D attention mask
-    lets every candidate token see the prompt and the earlier tokens of its own candidate only
-    (GLAM-style scoring, Carta et al. 2023). One forward pass per chunk of prompts, no KV cache to
-    copy per candidate: 1.7x faster than scoring candidates against a replicated prompt cache, with
-    or without grad (tiny preset, 16 ALFWorld prompts). Prompts are processed in chunks holding at
-    most ``max_batch`` candidates. Differentiable when called with grad enabled (the policy gradient
-    of ``choice`` mode).
-
-    A packed row holds at most ``max_length`` tokens (default: the model's
-    ``max_position_embeddings``): a prompt whose candidates do not fit beside it in one row is packed
-    in several, each holding the prompt and the next candidates that fit, which scores every
-    candidate as one row would. A candidate too long to fit beside its prompt alone is a ValueError.
-    """
-    return candidate_scores(model, prompts, candidates, pad_id, max_batch, score, max_length)[0]
+    """The scores of ``candidate_scores`` alone (same arguments and ``options``): one (C_b,) tensor per
+    prompt, differentiable when called with grad enabled (the policy gradient of ``choice`` mode)."""
+    return candidate_scores(model, prompts, candidates, pad_id, **options)[0]
 
 
 def max_positions(model) -> int | None:
@@ -112,7 +96,22 @@ def candidate_scores(
     score: ChoiceScore = "sum",
     max_length: int | None = None,
 ) -> tuple[list[torch.Tensor], torch.Tensor]:
-    """``candidate_logprobs`` and, from the same pass, each prompt's last final hidden state (B, H).
+    """Score of every candidate reply after its prompt, one (C_b,) tensor per prompt (``score="sum"``:
+    the summed token log-prob, ``"mean"``: the mean token log-prob of the candidate), and from the
+    same pass each prompt's last final hidden state (B, H).
+
+    Each prompt is packed with all of its candidates into one sequence, and a 4-D attention mask
+    lets every candidate token see the prompt and the earlier tokens of its own candidate only
+    (GLAM-style scoring, Carta et al. 2023). One forward pass per chunk of prompts, no KV cache to
+    copy per candidate: 1.7x faster than scoring candidates against a replicated prompt cache, with
+    or without grad (tiny preset, 16 ALFWorld prompts). Prompts are processed in chunks holding at
+    most ``max_batch`` candidates. Differentiable when called with grad enabled (the policy gradient
+    of ``choice`` mode).
+
+    A packed row holds at most ``max_length`` tokens (default: the model's
+    ``max_position_embeddings``): a prompt whose candidates do not fit beside it in one row is packed
+    in several, each holding the prompt and the next candidates that fit, which scores every
+    candidate as one row would. A candidate too long to fit beside its prompt alone is a ValueError.
 
     A prompt token attends to earlier prompt tokens only, so its state in the packed row is its state
     in the prompt alone: what a value head reads (PPO's critic), without a second forward pass.
