@@ -533,6 +533,52 @@ def test_report_statistics_read_each_finished_run_and_show_only_what_some_run_ha
     )
 
 
+def test_report_reads_table_6_s_state_repeats_at_the_same_updates_of_a_and_pairs_them_by_seed(
+    tmp_path, capsys
+):
+    from rspo_kit.experiments.report import main as report_main
+
+    grid = {"SEED": [0, 1], "SWAP": [False, True]}
+    done = {f"SEED={s}__SWAP={v}": {"final_eval_success": 0.5} for s in (0, 1) for v in ("false", "true")}
+    _fake_sweep(tmp_path / "sweep", grid, done)
+    for name in done:
+        seed, rspo = int(name[5]), name.endswith("true")
+        rows = [{"iteration": 0, "budget/actor_updates": 0.0}]
+        if rspo:  # two loops of the paper's loop, three updates of A each: rows at 3 and 6 updates
+            shares = [0.5 - 0.1 * seed, 0.2 - 0.1 * seed]
+            rows += [{"iteration": i + 1, "budget/actor_updates": 3.0 * (i + 1)} for i in range(2)]
+        else:  # six updates of A, one a row
+            shares = [0.9, 0.8, 0.7 + 0.1 * seed, 0.6, 0.5, 0.4 + 0.1 * seed]
+            rows += [{"iteration": i + 1, "budget/actor_updates": float(i + 1)} for i in range(6)]
+        for row, share in zip(rows[1:], shares, strict=True):
+            row["rollout/repeated_state_share"] = share
+        (tmp_path / "sweep" / name).mkdir()
+        (tmp_path / "sweep" / name / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    points = ["repeats_third_share", "repeats_two_thirds_share", "repeats_end_share"]
+    assert report_main([str(tmp_path / "sweep"), "--metrics", *points, "--paired", "variant=rspo,plain"]) == 0
+    out = capsys.readouterr().out.split("\n\n")
+    table = out[0].splitlines()
+    assert (
+        table[0] == "| variant | seeds | repeats_third_share | repeats_two_thirds_share | repeats_end_share |"
+    )
+    # updates 2, 4 and 6 of A: plain's rows 2, 4, 6; RSPO's loops that hold them (3, 6, 6)
+    assert table[2].startswith(
+        "| plain | 0, 1 | 80.0 / 80.0 → 80.0 [80.0, 80.0] | 60.0 / 60.0 → 60.0 [60.0, 60.0] |"
+    )
+    assert table[2].endswith("| 40.0 / 50.0 → 45.0 [-18.5, 108.5] |")
+    assert table[3].startswith(
+        "| rspo | 0, 1 | 50.0 / 40.0 → 45.0 [-18.5, 108.5] | 20.0 / 10.0 → 15.0 [-48.5, 78.5] |"
+    )
+    paired = out[2].splitlines()
+    assert paired[2] == (
+        "| variant=rspo − variant=plain | 0, 1 | -30.0 / -40.0 → -35.0 [-98.5, +28.5] "
+        "| -40.0 / -50.0 → -45.0 [-108.5, +18.5] | -20.0 / -40.0 → -30.0 [-157.1, +97.1] |"
+    )
+    assert not any(
+        "task" in part for part in out
+    )  # no task-by-task tables: nothing here is a final evaluation
+
+
 def test_report_statistics_show_the_cells_still_running_as_far_as_they_got(tmp_path, capsys):
     from rspo_kit.experiments.report import main as report_main
 

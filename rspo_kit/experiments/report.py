@@ -32,7 +32,8 @@ training rollouts' success per role and half (``rollout_kind_table``).
 This module puts the report together and is its command line; its parts are modules of
 ``rspo_kit.experiments``: the tables and their units (``tables``), the paired differences
 (``pairing``), several folders read as one sweep (``pooling``), the runs' statistics
-(``training_statistics``) and the split by task kind (``by_kind``).
+(``training_statistics``), the state repeats of Table 6 (``state_repeats``) and the split by task
+kind (``by_kind``).
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ from rspo_kit.experiments.pairing import (
     task_paired_table,
 )
 from rspo_kit.experiments.pooling import cell_episodes, pooled_sweep, varying_keys
+from rspo_kit.experiments.state_repeats import POINTS as REPEAT_POINTS
+from rspo_kit.experiments.state_repeats import sweep_state_repeats
 from rspo_kit.experiments.tables import cells_frame, markdown_table, value_text
 from rspo_kit.experiments.training_statistics import running_statistics, statistics_columns, sweep_statistics
 from rspo_kit.records import load_episodes, read_start
@@ -174,9 +177,16 @@ def report(
     if rows:
         table = cells_frame(rows, manifest["keys"])
         metrics = list(metrics) or default_metrics(table)
+        logged = [m for m in metrics if m in REPEAT_POINTS and m not in table]
+        if logged:  # read from the runs' metrics.jsonl: the paper's Table 6
+            repeats = sweep_state_repeats(out_dirs[0], (manifest, rows), folders).set_index("cell")
+            for m in logged:
+                table[m] = table["cell"].map(repeats[m])
         tables.append(markdown_table(table, [k for k in by if k in table], metrics))
-        # the final episodes, read once for the task-by-task tables
-        wanted = paired or start is not None or by_kind is not None
+        # the final episodes, read once for the task-by-task tables (of the final evaluations: not
+        # where every metric asked for is read from the training log)
+        task_pairs = paired and not all(m in REPEAT_POINTS for m in metrics)
+        wanted = task_pairs or start is not None or by_kind is not None
         episodes = cell_episodes(folders, [r["cell"] for r in rows]) if wanted else {}
         lacking = len(rows) - len(episodes)
         caption = "the interval is over tasks, for these runs" + (
@@ -206,7 +216,7 @@ def report(
                     paired_table(table, pairs, others(keys), metrics) for keys, pairs in per_keys.items()
                 )
             )
-            if episodes:
+            if episodes and task_pairs:
                 tables.append(
                     f"Paired by seed and task (the final evaluations' episodes; {caption}):\n\n"
                     + "\n\n".join(
@@ -279,7 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--metrics",
         nargs="+",
         default=(),
-        help=f"recorded metrics to report (default: {', '.join(DEFAULT_METRICS)} if recorded, else final_success)",
+        help=f"recorded metrics to report (default: {', '.join(DEFAULT_METRICS)} if recorded, else "
+        "final_success); repeats_third_share, repeats_two_thirds_share, repeats_end_share: the paper's Table 6",
     )
     ap.add_argument(
         "--statistics",
