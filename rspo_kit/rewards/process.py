@@ -73,16 +73,8 @@ class StepScored:
     def score(self, step: ProcessStep) -> float:
         raise NotImplementedError
 
-    def __call__(
-        self,
-        progress_before: Mapping[str, float],
-        progress_after: Mapping[str, float],
-        action: str,
-        valid: bool,
-        info: Mapping[str, Any],
-        /,
-    ) -> float:
-        return self.score(ProcessStep(progress_before, progress_after, action, valid, info))
+    def __call__(self, *step: Any) -> float:
+        return self.score(ProcessStep(*step))  # the five arguments of ``ProcessReward``, in order
 
 
 class PotentialReward(StepScored):
