@@ -12,13 +12,13 @@ several (``parse_pair``).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import pandas as pd
 
 from rspo_kit.experiments.grid import SEED_KEY, config_key, parse_value
 from rspo_kit.experiments.intervals import mean_ci
-from rspo_kit.experiments.tables import Unit, cell_text, group_values, unit_of, value_label, value_text
+from rspo_kit.experiments.tables import Unit, cell_text, grouped, unit_of, value_label, value_text
 
 # a pair of variants to difference: (KEY, A, B) for two values of one key, or ({KEY: A, ...},
 # {KEY: B, ...}) for cells told apart by several keys (e.g. the control with its replay off − plain)
@@ -93,6 +93,24 @@ def _check_keys(table: pd.DataFrame, pair: Pair) -> None:
             raise ValueError(f"no grid key {key!r}; the cells have {sorted(table.columns)}")
 
 
+def _paired_groups(
+    table: pd.DataFrame, pairs: Sequence[Pair], by: Sequence[str]
+) -> Iterator[tuple[str, tuple, pd.DataFrame, pd.DataFrame]]:
+    """(the pair's label, the group's values of ``by``, side a's cells, side b's cells) for each pair
+    and group of ``by``, each side's cells of the group indexed by seed (one cell a seed)."""
+    for pair in pairs:
+        _check_keys(table, pair)
+        label = _pair_label(pair)
+        for group, part in grouped(table, by):
+            first, second = (_pair_cells(part, side).set_index(SEED_KEY) for side in _sides(pair))
+            if not (first.index.is_unique and second.index.is_unique):
+                raise ValueError(
+                    f"{label}: several cells of {dict(zip(by, group, strict=True))} share a seed; "
+                    f"group by the keys that tell them apart (by={list(by)})"
+                )
+            yield label, group, first, second
+
+
 def paired_table(
     table: pd.DataFrame,
     pairs: Sequence[Pair],
@@ -108,30 +126,17 @@ def paired_table(
     header = [*by, "difference", "seeds", *metrics]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     units = {m: unit_of(m, table[m]) for m in metrics}
-    for pair in pairs:
-        _check_keys(table, pair)
-        label = _pair_label(pair)
-        groups = table.groupby(list(by), sort=False, dropna=False) if by else [((), table)]
-        for _, part in groups:
-            group = group_values(part, by)
-            first, second = (_pair_cells(part, side).set_index(SEED_KEY) for side in _sides(pair))
-            if not (first.index.is_unique and second.index.is_unique):
-                raise ValueError(
-                    f"{label}: several cells of {dict(zip(by, group, strict=True))} share a seed; "
-                    f"group by the keys that tell them apart (by={list(by)})"
-                )
-            seeds = sorted(set(first.index) & set(second.index))
-            if not seeds:
-                continue
-            cells = [
-                cell_text([first.at[s, m] - second.at[s, m] for s in seeds], units[m], signed=True)
-                for m in metrics
-            ]
-            lines.append(
-                "| "
-                + " | ".join([*map(value_label, group), label, ", ".join(map(str, seeds)), *cells])
-                + " |"
-            )
+    for label, group, first, second in _paired_groups(table, pairs, by):
+        seeds = sorted(set(first.index) & set(second.index))
+        if not seeds:
+            continue
+        cells = [
+            cell_text([first.at[s, m] - second.at[s, m] for s in seeds], units[m], signed=True)
+            for m in metrics
+        ]
+        lines.append(
+            "| " + " | ".join([*map(value_label, group), label, ", ".join(map(str, seeds)), *cells]) + " |"
+        )
     return "\n".join(lines)
 
 
@@ -180,31 +185,24 @@ def task_paired_table(
     the tasks.
     """
     rows: list[list[str]] = []
-    for pair in pairs:
-        _check_keys(table, pair)
-        label = _pair_label(pair)
-        groups = table.groupby(list(by), sort=False, dropna=False) if by else [((), table)]
-        for _, part in groups:
-            group = group_values(part, by)
-            first, second = (_pair_cells(part, side).set_index(SEED_KEY)["cell"] for side in _sides(pair))
-            seeds = sorted(
-                s
-                for s in set(first.index) & set(second.index)
-                if first[s] in episodes and second[s] in episodes
-            )
-            if not seeds:
-                continue
-            joined = pd.concat(
-                [
-                    episodes[first[s]]
-                    .merge(episodes[second[s]], on=["evaluation", "task_id", "sample"], suffixes=("_a", "_b"))
-                    .assign(seed=s)
-                    for s in seeds
-                ],
-                ignore_index=True,
-            )
-            head = [*map(value_label, group), label, ", ".join(map(str, seeds))]
-            rows += [head + cells for cells in _task_rows(joined)]
+    for label, group, first_cells, second_cells in _paired_groups(table, pairs, by):
+        first, second = first_cells["cell"], second_cells["cell"]
+        seeds = sorted(
+            s for s in set(first.index) & set(second.index) if first[s] in episodes and second[s] in episodes
+        )
+        if not seeds:
+            continue
+        joined = pd.concat(
+            [
+                episodes[first[s]]
+                .merge(episodes[second[s]], on=["evaluation", "task_id", "sample"], suffixes=("_a", "_b"))
+                .assign(seed=s)
+                for s in seeds
+            ],
+            ignore_index=True,
+        )
+        head = [*map(value_label, group), label, ", ".join(map(str, seeds))]
+        rows += [head + cells for cells in _task_rows(joined)]
     columns = ["evaluation", "tasks", "episodes won only by a / b", "success"]
     return _task_lines([*by, "difference", "seeds", *columns], rows)
 
@@ -225,8 +223,7 @@ def reference_table(
     training moved these runs past where they started, on these tasks.
     """
     rows: list[list[str]] = []
-    groups = table.groupby(list(by), sort=False, dropna=False) if by else [((), table)]
-    for _, part in groups:
+    for group, part in grouped(table, by):
         cells = part[part["cell"].isin(list(episodes))]
         if cells.empty:
             continue
@@ -238,7 +235,7 @@ def reference_table(
             ignore_index=True,
         )
         seeds = ", ".join(map(str, sorted(cells[SEED_KEY]))) if SEED_KEY in cells else "—"
-        head = [*map(value_label, group_values(part, by)), seeds]
+        head = [*map(value_label, group), seeds]
         rows += [head + c for c in _task_rows(joined)]
     columns = ["evaluation", "tasks", "episodes won only by the runs / the reference", "success − reference"]
     return _task_lines([*by, "seeds", *columns], rows)

@@ -8,7 +8,7 @@ WebShop's scores in their points (0-100), counts as numbers.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Literal
 
 import pandas as pd
@@ -79,9 +79,7 @@ def markdown_table(table: pd.DataFrame, by: Sequence[str], metrics: Sequence[str
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     table = table.sort_values(order, kind="stable")  # seeds in order; groups in the order of the rows
     units = {m: unit_of(m, table[m]) for m in metrics}  # one unit per column, over all its groups
-    groups = table.groupby(list(by), sort=False, dropna=False) if by else [((), table)]
-    for _, part in groups:
-        key = group_values(part, by)
+    for key, part in grouped(table, by):
         seeds = ", ".join(str(s) for s in part[SEED_KEY]) if SEED_KEY in part else str(len(part))
         cells = [cell_text(part[m].tolist(), units[m]) for m in metrics]
         lines.append("| " + " | ".join([*map(value_label, key), seeds, *cells]) + " |")
@@ -100,6 +98,14 @@ def value_label(value: object) -> str:
 def group_values(part: pd.DataFrame, by: Sequence[str]) -> tuple:
     """A group's values of ``by`` as the cells have them (pandas names a group of None values NaN)."""
     return tuple(part[k].iloc[0] for k in by)
+
+
+def grouped(table: pd.DataFrame, by: Sequence[str]) -> Iterator[tuple[tuple, pd.DataFrame]]:
+    """(its values of ``by``, as ``group_values``; its rows) of each group of ``table``, in the order of
+    the rows; the whole table is one group where ``by`` is empty."""
+    groups = table.groupby(list(by), sort=False, dropna=False) if by else [((), table)]
+    for _, part in groups:
+        yield group_values(part, by), part
 
 
 def cells_frame(rows: Sequence[Mapping], keys: Sequence[str]) -> pd.DataFrame:
