@@ -164,6 +164,29 @@ def tiny_or_load(name):
     return _POLICIES[name]
 
 
+def two_prompts_with_candidates(policy):
+    """Two prompts of different lengths with two and three candidate actions (one shared)."""
+    tok = policy.tokenizer
+    prompts = [
+        tok("Task: put a apple in fridge. Now: you see a fridge 1")["input_ids"],
+        tok("Now:")["input_ids"],
+    ]
+    cands = [
+        [policy.encode_action(a) for a in ("go to fridge 1", "look")],
+        [policy.encode_action(a) for a in ("inventory", "go to sinkbasin 1", "go to fridge 1")],
+    ]
+    return prompts, cands
+
+
+def scored_one_by_one(policy, prompts, cands):
+    """Each candidate's summed log-prob, teacher-forced alone after its prompt: the reference for packed scoring."""
+    pad = policy.tokenizer.pad_token_id
+    return [
+        torch.stack([reply_logprobs(policy.model, [p], [c], pad)[0].sum() for c in cs])
+        for p, cs in zip(prompts, cands, strict=True)
+    ]
+
+
 def test_candidate_scores_match_teacher_forcing(tiny):
     tok = tiny.tokenizer
     prompts = [tok("Task: put a apple in fridge")["input_ids"], tok("Now:")["input_ids"]]
@@ -173,10 +196,7 @@ def test_candidate_scores_match_teacher_forcing(tiny):
     ]
     with torch.no_grad():
         fast = candidate_logprobs(tiny.model, prompts, cands, tok.pad_token_id, max_batch=2)
-        slow = [
-            torch.stack([reply_logprobs(tiny.model, [p], [c], tok.pad_token_id)[0].sum() for c in cs])
-            for p, cs in zip(prompts, cands, strict=True)
-        ]
+        slow = scored_one_by_one(tiny, prompts, cands)
     for f, s in zip(fast, slow, strict=True):
         assert torch.allclose(f, s, atol=1e-4)
 
@@ -186,14 +206,7 @@ def test_packed_scoring_returns_each_prompts_own_last_state(tiny):
     from rspo_kit.policy.scoring import candidate_scores, head_logits
 
     tok = tiny.tokenizer
-    prompts = [
-        tok("Task: put a apple in fridge. Now: you see a fridge 1")["input_ids"],
-        tok("Now:")["input_ids"],
-    ]
-    cands = [
-        [tiny.encode_action(a) for a in ("go to fridge 1", "look")],
-        [tiny.encode_action(a) for a in ("inventory", "go to sinkbasin 1", "go to fridge 1")],
-    ]
+    prompts, cands = two_prompts_with_candidates(tiny)
     with torch.no_grad():
         logps, states = candidate_scores(tiny.model, prompts, cands, tok.pad_token_id, max_batch=2)
         alone = []
@@ -211,14 +224,7 @@ def test_packed_scoring_returns_each_prompts_own_last_state(tiny):
 def test_candidate_scores_give_teacher_forcing_gradients(tiny):
     """The packed tree-mask pass is differentiable like scoring each candidate alone (SFT and RL use it)."""
     tok = tiny.tokenizer
-    prompts = [
-        tok("Task: put a apple in fridge. Now: you see a fridge 1")["input_ids"],
-        tok("Now:")["input_ids"],
-    ]
-    cands = [
-        [tiny.encode_action(a) for a in ("go to fridge 1", "look")],
-        [tiny.encode_action(a) for a in ("inventory", "go to sinkbasin 1", "go to fridge 1")],
-    ]
+    prompts, cands = two_prompts_with_candidates(tiny)
     chosen = [0, 2]
 
     def grads(loss):
@@ -228,10 +234,7 @@ def test_candidate_scores_give_teacher_forcing_gradients(tiny):
 
     packed = candidate_logprobs(tiny.model, prompts, cands, tok.pad_token_id)
     fast = grads(sum(lp.log_softmax(-1)[k] for lp, k in zip(packed, chosen, strict=True)))
-    alone = [
-        torch.stack([reply_logprobs(tiny.model, [p], [c], tok.pad_token_id)[0].sum() for c in cs])
-        for p, cs in zip(prompts, cands, strict=True)
-    ]
+    alone = scored_one_by_one(tiny, prompts, cands)
     slow = grads(sum(lp.log_softmax(-1)[k] for lp, k in zip(alone, chosen, strict=True)))
     tiny.model.zero_grad()
     assert len(fast) == len(slow) > 0
