@@ -38,16 +38,17 @@ ALL = "all"
 
 
 class _Rescored(WidgetBase):
-    """Shared state: episodes converted once, an eps slider, and the current rescored frame."""
+    """Shared state: episodes converted once, an eps slider, and the current rescored frame; each view
+    lays out its own controls and figures around them (``_build``)."""
 
     def __init__(
         self,
         trajectories: Any,
         env: str,
-        eps: float,
-        base: str | ProcessReward | None,
-        hack: str | ProcessReward | None,
-        quantile: float,
+        eps: float = 0.0,
+        base: str | ProcessReward | None = None,
+        hack: str | ProcessReward | None = HACK_REWARD,
+        quantile: float = 0.75,
     ):
         super().__init__()
         self.env, self.quantile = env, quantile
@@ -70,6 +71,11 @@ class _Rescored(WidgetBase):
         )
         self.groups = list(dict.fromkeys(ep.group_id for ep in self.episodes))
         self._rescore()
+        self._build()
+
+    def _build(self) -> None:
+        """The view's controls and figures, and ``self.widget`` holding them."""
+        raise NotImplementedError
 
     def _rescore(self) -> None:
         self.frame = rescore(
@@ -98,16 +104,7 @@ class RewardTimeline(_Rescored):
 
     title = "Process reward timeline"
 
-    def __init__(
-        self,
-        trajectories: Any,
-        env: str,
-        eps: float = 0.0,
-        base: str | ProcessReward | None = None,
-        hack: str | ProcessReward | None = HACK_REWARD,
-        quantile: float = 0.75,
-    ):
-        super().__init__(trajectories, env, eps, base, hack, quantile)
+    def _build(self) -> None:
         self.group = W.Dropdown(options=[ALL, *self.groups], value=self.groups[0], description="group")
         view = self._add_figure("timeline", self._figure())
         self.eps.observe(self._on_eps, names="value")
@@ -139,17 +136,8 @@ class MisalignmentView(_Rescored):
 
     title = "Reward misalignment"
 
-    def __init__(
-        self,
-        trajectories: Any,
-        env: str,
-        eps: float = 0.0,
-        base: str | ProcessReward | None = None,
-        hack: str | ProcessReward | None = HACK_REWARD,
-        quantile: float = 0.75,
-    ):
-        self._all_episodes = episodes_of(trajectories, env)
-        super().__init__(self._all_episodes, env, eps, base, hack, quantile)
+    def _build(self) -> None:
+        self._all_episodes = self.episodes  # what the role menu narrows
         roles = list(dict.fromkeys(ep.role for ep in self._all_episodes))
         self.role = W.Dropdown(options=[ALL, *roles], value=ALL, description="role")
         self.group = W.Dropdown(options=[ALL, *self.groups], value=ALL, description="group")
