@@ -8,25 +8,16 @@ import pytest
 
 from rspo_kit.envs.alfworld.state import GoalInfo, WorldState, anchor, progress, visible_objects
 
+_RECEPTACLE_AT = {"fridge 1": "loc 1", "countertop 1": "loc 2", "cabinet 1": "loc 3", "microwave 1": "loc 4"}
 KITCHEN = WorldState(
     at="loc 0",
     held=frozenset(),
     opened=frozenset(),
     openable=frozenset({"fridge 1", "cabinet 1"}),
     in_receptacle={"apple 1": "fridge 1", "apple 2": "countertop 1", "mug 1": "cabinet 1"},
-    receptacle_at={
-        "fridge 1": "loc 1",
-        "countertop 1": "loc 2",
-        "cabinet 1": "loc 3",
-        "microwave 1": "loc 4",
-    },
+    receptacle_at=_RECEPTACLE_AT,
     otype={"apple 1": "apple", "apple 2": "apple", "mug 1": "mug"},
-    rtype={
-        "fridge 1": "fridge",
-        "countertop 1": "countertop",
-        "cabinet 1": "cabinet",
-        "microwave 1": "microwave",
-    },
+    rtype={name: name.split()[0] for name in _RECEPTACLE_AT},  # "fridge 1" is a fridge
 )
 HEAT = GoalInfo("pick_heat_then_place_in_recep", "apple", "cabinet")
 TWO = GoalInfo("pick_two_obj_and_place", "apple", "cabinet")
