@@ -15,10 +15,18 @@ from rspo_kit.envs.webshop.reward import (
     type_reward,
 )
 
+# What a goal shares with the product it was made from: the id, query and place in the catalogue.
+LIPSTICK = dict(
+    asin="B0TESTTEST",
+    query="lipstick",
+    product_category="Beauty & Personal Care › Makeup › Lips › Lipstick",
+    product_type="lipstick",
+    type_nouns=("lipstick",),
+)
+
 
 def product(**overrides) -> Product:
     fields = dict(
-        asin="B0TESTTEST",
         title="Lumira Long Lasting Lipstick, Cruelty Free, Vegan Formula",
         description="A lipstick that is paraben free.",
         bullets=("Easy to apply: every day.",),
@@ -26,28 +34,19 @@ def product(**overrides) -> Product:
         options={"color": ("ruby", "gray"), "size": ("large", "x-large")},
         attributes=("long lasting", "cruelty free", "vegan formula"),
         category="beauty",
-        query="lipstick",
-        product_category="Beauty & Personal Care › Makeup › Lips › Lipstick",
-        product_type="lipstick",
-        type_nouns=("lipstick",),
     )
-    return Product(**{**fields, **overrides})
+    return Product(**{**LIPSTICK, **fields, **overrides})
 
 
 def goal(**overrides) -> Goal:
     fields = dict(
-        asin="B0TESTTEST",
         instruction="i need a long lasting lipstick",
         attributes=("long lasting", "cruelty free"),
         goal_options={"color": "ruby", "size": "large"},
         price_upper=30.0,
-        query="lipstick",
         name="Lumira Long Lasting Lipstick",
-        product_category="Beauty & Personal Care › Makeup › Lips › Lipstick",
-        product_type="lipstick",
-        type_nouns=("lipstick",),
     )
-    return Goal(**{**fields, **overrides})
+    return Goal(**{**LIPSTICK, **fields, **overrides})
 
 
 def test_everything_right_scores_one():
