@@ -197,24 +197,33 @@ _known = st.sampled_from(
 )  # fmt: skip
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
-@given(st.lists(st.one_of(_garbage, _known), min_size=1, max_size=8))
-def test_any_string_is_a_legal_action(actions):
+def _play(actions: list[str]):
+    """Plays ``actions`` on the first eval task (6 steps at most) until the episode ends, yielding
+    (env, (page text, info, steps) before the step, result) per step. ``pick:k`` is the k-th admissible
+    click, resolved against the page at hand."""
     env, task = make_env("webshop", max_steps=6), list_tasks("webshop", split="eval", n=1)[0]
     env.reset(task)
     for action in actions:
-        if action.startswith("pick:"):  # the k-th admissible click, resolved against the page at hand
+        if action.startswith("pick:"):
             clicks = [a for a in env.admissible_actions() if a.startswith("click[")]
             action = clicks[int(action[5:]) % len(clicks)] if clicks else "click[nothing]"
         before = env.view.text, env.info, env.steps
         res = env.step(action)
+        yield env, before, res
+        if res.done:
+            return
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(st.lists(st.one_of(_garbage, _known), min_size=1, max_size=8))
+def test_any_string_is_a_legal_action(actions):
+    for env, before, res in _play(actions):
         assert env.steps == before[2] + 1 and isinstance(res.obs.text, str)
         if not res.valid:
             assert res.obs.text == before[0] and res.info["anchor"] == before[1]["anchor"]
             assert res.info["progress"] == before[1]["progress"]
         if res.done:
             assert env.steps == 6 or res.info["page"] == "done"
-            break
 
 
 # ---------------------------------------------------------------------------------------------- data
@@ -333,19 +342,9 @@ _odd_action = st.one_of(
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(st.lists(st.one_of(_odd_action, _known), min_size=1, max_size=6))
 def test_any_string_with_odd_code_points_is_a_legal_action(actions):
-    env, task = make_env("webshop", max_steps=6), list_tasks("webshop", split="eval", n=1)[0]
-    env.reset(task)
-    for action in actions:
-        if action.startswith("pick:"):
-            clicks = [a for a in env.admissible_actions() if a.startswith("click[")]
-            action = clicks[int(action[5:]) % len(clicks)] if clicks else "click[nothing]"
-        steps = env.steps
-        res = env.step(action)
-        assert (
-            env.steps == steps + 1 and isinstance(res.obs.text, str) and isinstance(res.info["anchor"], str)
-        )
-        if res.done:
-            break
+    for env, before, res in _play(actions):
+        assert env.steps == before[2] + 1 and isinstance(res.obs.text, str)
+        assert isinstance(res.info["anchor"], str)
 
 
 def test_a_lone_surrogate_query_searches_and_keeps_its_own_anchor(env, task):
