@@ -352,6 +352,19 @@ def _won_mark(won: bool) -> str:
     return "✓" if won else "✗"
 
 
+def _add_outcome_bars(fig: go.Figure, members: pd.DataFrame, labels: list[str], col: int, **style) -> None:
+    """One bar per member in panel ``col``: its outcome R_o, coloured by whether it won; no legend."""
+    fig.add_bar(
+        x=labels,
+        y=members["outcome"].tolist(),
+        marker_color=[WON if w else FAILED for w in members["won"]],
+        showlegend=False,
+        row=1,
+        col=col,
+        **style,
+    )
+
+
 def swap_figure(tables: SwapTables, task: str) -> go.Figure:
     """The four stages of one task's swap side by side (RSPO steps 1, 3, 4, 5)."""
     m = tables.members[tables.members["task_id"] == task]
@@ -359,17 +372,15 @@ def swap_figure(tables: SwapTables, task: str) -> go.Figure:
     fig = make_subplots(rows=1, cols=4, subplot_titles=SWAP_TITLES, horizontal_spacing=0.07)
 
     actor = m[m["panel"] == "actor"]
-    fig.add_bar(
-        x=[f"A{k} {_won_mark(w)}" for k, w in zip(actor["member"], actor["won"], strict=True)],
-        y=actor["outcome"].tolist(),
+    _add_outcome_bars(
+        fig,
+        actor,
+        [f"A{k} {_won_mark(w)}" for k, w in zip(actor["member"], actor["won"], strict=True)],
+        col=1,
         text=[f"R_o={o:g}" for o in actor["outcome"]],  # a row of zeros draws no bars: say so
         textposition="outside",
-        marker_color=[WON if w else FAILED for w in actor["won"]],
         name="actor outcome",
-        showlegend=False,
         hovertemplate="%{x}: R_o=%{y:.2f}<extra></extra>",
-        row=1,
-        col=1,
     )
 
     explorer = m[m["panel"] == "explorer"]
@@ -395,21 +406,19 @@ def swap_figure(tables: SwapTables, task: str) -> go.Figure:
     )
 
     buffer = m[m["panel"] == "buffer"]
-    fig.add_bar(
-        x=[
+    _add_outcome_bars(
+        fig,
+        buffer,
+        [
             f"it{g.rsplit('@', 1)[-1]} #{k} {_won_mark(w)}{' →mixed' if r else ''}"
             for k, g, w, r in zip(
                 buffer["member"], buffer["group_id"], buffer["won"], buffer["replayed"], strict=True
             )
         ],
-        y=buffer["outcome"].tolist(),
-        marker_color=[WON if w else FAILED for w in buffer["won"]],
+        col=3,
         marker_line={"color": "black", "width": [2 if r else 0 for r in buffer["replayed"]]},
         name="buffer outcome",
-        showlegend=False,
         hovertemplate="%{x} (sampled at that iteration): R_o=%{y:.2f}<extra></extra>",
-        row=1,
-        col=3,
     )
 
     mixed = m[m["panel"] == "mixed"]
