@@ -388,22 +388,11 @@ def swap_figure(tables: SwapTables, task: str) -> go.Figure:
         f"B{k} {_won_mark(w)}{' →buf' if a else ''}"
         for k, w, a in zip(explorer["member"], explorer["won"], explorer["admitted"], strict=True)
     ]
-    fig.add_bar(
-        x=names,
-        y=explorer["process_return"].tolist(),
-        name="before swap: process return (what B trained on)",
-        marker_color=PROCESS_COLOR,
-        row=1,
-        col=2,
-    )
-    fig.add_bar(
-        x=names,
-        y=explorer["outcome"].tolist(),
-        name="after swap: outcome R_o (what A sees)",
-        marker_color=OUTCOME_COLOR,
-        row=1,
-        col=2,
-    )
+    for column, name, color in (
+        ("process_return", "before swap: process return (what B trained on)", PROCESS_COLOR),
+        ("outcome", "after swap: outcome R_o (what A sees)", OUTCOME_COLOR),
+    ):
+        fig.add_bar(x=names, y=explorer[column].tolist(), name=name, marker_color=color, row=1, col=2)
 
     buffer = m[m["panel"] == "buffer"]
     _add_outcome_bars(
