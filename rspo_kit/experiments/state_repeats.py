@@ -24,9 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rspo_kit.experiments.aggregation import load_sweep
-from rspo_kit.experiments.tables import cells_frame
-from rspo_kit.records import load_metrics
+from rspo_kit.experiments.training_statistics import finished_cells_table
 
 SHARE = "rollout/repeated_state_share"
 # column name -> the fraction of A's updates it is read at
@@ -71,14 +69,5 @@ def sweep_state_repeats(
     folders: Mapping[str, Path] | None = None,
 ) -> pd.DataFrame:
     """One row per finished cell: its name, grid values and ``repeats_at_points`` of its run
-    (``loaded`` and ``folders`` as ``training_statistics.sweep_statistics`` takes them)."""
-    manifest, rows = loaded or load_sweep(out_dir)
-    folders = folders or {name: Path(out_dir) / name for name in manifest["cells"]}
-    return cells_frame(
-        [
-            {"cell": r["cell"], **manifest["cells"][r["cell"]]}
-            | repeats_at_points(load_metrics(folders[r["cell"]]))
-            for r in rows
-        ],
-        manifest["keys"],
-    )
+    (``loaded`` and ``folders`` as ``training_statistics.finished_cells_table`` takes them)."""
+    return finished_cells_table(out_dir, repeats_at_points, loaded, folders)

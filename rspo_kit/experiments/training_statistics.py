@@ -9,7 +9,7 @@ same so far for the cells still running (to tune on). Where a variant loses, loo
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -118,24 +118,35 @@ def _mean_difference(explorer: pd.Series, actor: pd.Series) -> float:
     return float(edge.mean()) if len(edge) else math.nan
 
 
+def finished_cells_table(
+    out_dir: str | Path,
+    of_run: Callable[[pd.DataFrame], Mapping[str, float]],
+    loaded: tuple[dict, list[dict]] | None = None,
+    folders: Mapping[str, Path] | None = None,
+) -> pd.DataFrame:
+    """One row per finished cell of a sweep: its name, grid values and ``of_run`` of its run's
+    per-iteration metrics (``loaded``: what ``load_sweep(out_dir)`` returned, if the caller has it
+    already; ``folders``: each cell's run folder where it is not ``out_dir / cell``, as
+    ``pooled_sweep`` returns them)."""
+    manifest, rows = loaded or load_sweep(out_dir)
+    folders = folders or {name: Path(out_dir) / name for name in manifest["cells"]}
+    return cells_frame(
+        [
+            {"cell": r["cell"], **manifest["cells"][r["cell"]]} | of_run(load_metrics(folders[r["cell"]]))
+            for r in rows
+        ],
+        manifest["keys"],
+    )
+
+
 def sweep_statistics(
     out_dir: str | Path,
     loaded: tuple[dict, list[dict]] | None = None,
     folders: Mapping[str, Path] | None = None,
 ) -> pd.DataFrame:
     """One row per finished cell of a sweep: its name, grid values and ``run_statistics`` of its run
-    (``loaded``: what ``load_sweep(out_dir)`` returned, if the caller has it already; ``folders``:
-    each cell's run folder where it is not ``out_dir / cell``, as ``pooled_sweep`` returns them)."""
-    manifest, rows = loaded or load_sweep(out_dir)
-    folders = folders or {name: Path(out_dir) / name for name in manifest["cells"]}
-    return cells_frame(
-        [
-            {"cell": r["cell"], **manifest["cells"][r["cell"]]}
-            | run_statistics(load_metrics(folders[r["cell"]]))
-            for r in rows
-        ],
-        manifest["keys"],
-    )
+    (``loaded`` and ``folders`` as ``finished_cells_table`` takes them)."""
+    return finished_cells_table(out_dir, run_statistics, loaded, folders)
 
 
 def statistics_columns(stats: pd.DataFrame) -> list[str]:
