@@ -105,3 +105,11 @@ def atomic_write_text(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+
+
+def read_split_manifest(path: Path, writer: str) -> str:
+    """The text of a committed split manifest; a missing one is a FileNotFoundError naming the module
+    ``writer`` whose ``python -m`` writes it again."""
+    if not path.is_file():
+        raise FileNotFoundError(f"missing split manifest {path}; run `python -m {writer}`")
+    return path.read_text()

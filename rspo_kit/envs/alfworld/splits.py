@@ -24,7 +24,7 @@ from pathlib import Path
 
 from rspo_kit.envs.alfworld.scenes import TASK_ROOMS, TASK_TYPES, TaskSpec, generate_scene
 from rspo_kit.envs.base import Task
-from rspo_kit.paths import atomic_write_text, data_dir
+from rspo_kit.paths import atomic_write_text, data_dir, read_split_manifest
 
 SEEN_LAYOUTS = range(0, 40)
 UNSEEN_LAYOUTS = range(40, 50)
@@ -71,12 +71,7 @@ def write_manifests() -> None:
 
 @cache
 def _generated_tasks(split: str) -> tuple[Task, ...]:
-    path = manifest_path(split)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"missing split manifest {path}; run `python -m rspo_kit.envs.alfworld.splits`"
-        )
-    entries = json.loads(path.read_text())
+    entries = json.loads(read_split_manifest(manifest_path(split), "rspo_kit.envs.alfworld.splits"))
     return tuple(
         Task(env="alfworld", id=e["id"], split=split, kind=e["task_type"], meta={"spec": e}) for e in entries
     )

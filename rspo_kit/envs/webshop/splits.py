@@ -23,7 +23,7 @@ from pathlib import Path
 from rspo_kit.envs.base import Task
 from rspo_kit.envs.webshop.catalogue import Catalogue, load_catalogue, load_ontology, product_types
 from rspo_kit.envs.webshop.goals import Goal, make_goal
-from rspo_kit.paths import atomic_write_text, data_dir
+from rspo_kit.paths import atomic_write_text, data_dir, read_split_manifest
 
 SPLIT_SIZES = {"train": 3000, "eval": 200, "eval_unseen": 200}
 UNSEEN_PER_CATEGORY = 4
@@ -101,12 +101,8 @@ def write_manifests() -> None:
 
 @cache
 def _generated_tasks(split: str) -> tuple[Task, ...]:
-    path = manifest_path(split)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"missing split manifest {path}; run `python -m rspo_kit.envs.webshop.splits`"
-        )
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    text = read_split_manifest(manifest_path(split), "rspo_kit.envs.webshop.splits")
+    rows = [json.loads(line) for line in text.splitlines() if line.strip()]
     return tuple(
         Task(env="webshop", id=r["id"], split=split, kind=r["product_type"], meta={"goal": r}) for r in rows
     )
