@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 from lock_env import register_lock
+from toy_env import SayOkThreeTimes, register_toy
 
 from rspo_kit.envs import (
-    Observation,
     StepResult,
-    Task,
     TextEnv,
     list_tasks,
     make_env,
@@ -69,12 +68,10 @@ def test_registering_twice_needs_overwrite(lock_env):
         make_env("no-such-env")
 
 
-class Fragile:
+class Fragile(SayOkThreeTimes):
     """A toy env whose worker dies on "crash", hangs on "hang" and raises on "raise"."""
 
-    def reset(self, task: Task) -> Observation:
-        self.steps = 0
-        return Observation("ready", ("ok", "crash", "hang", "raise"), "say ok three times")
+    commands = ("ok", "crash", "hang", "raise")
 
     def step(self, action: str) -> StepResult:
         if action == "crash":
@@ -83,25 +80,10 @@ class Fragile:
             time.sleep(60)
         if action == "raise":
             raise RuntimeError("boom")
-        self.steps += 1
-        won = self.steps == 3
-        return StepResult(
-            Observation("ok", ("ok",), ""), won, won, float(won), True, {"progress": {}, "anchor": ""}
-        )
-
-    def admissible_actions(self) -> list[str]:
-        return ["ok"]
-
-    def expert_action(self) -> str:
-        return "ok"
+        return super().step(action)
 
 
-register_env(
-    "fragile",
-    make=Fragile,
-    list_tasks=lambda split: [Task("fragile", f"fragile/{i}", split) for i in range(4)],
-    overwrite=True,
-)
+register_toy("fragile", Fragile)
 
 
 @pytest.mark.parametrize("bad_action", ["crash", "hang", "raise"])

@@ -15,6 +15,7 @@ import time
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
+from toy_env import SayOkThreeTimes, register_toy
 
 from rspo_kit.envs import Observation, StepResult, Task, list_tasks, make_env, register_env
 from rspo_kit.envs.batch import BatchRunner
@@ -179,12 +180,12 @@ def test_linear_list_finders_capture_what_the_patterns_capture(text):
 HANG_SECONDS = 20
 
 
-class Misbehaving:
+class Misbehaving(SayOkThreeTimes):
     """A toy env with one misbehaviour per action; "ok" three times wins. "arm" makes its expert hang."""
 
     def reset(self, task: Task) -> Observation:
-        self.steps, self.expert_hangs = 0, False
-        return Observation("ready", ("ok",), "say ok three times")
+        self.expert_hangs = False
+        return super().reset(task)
 
     def step(self, action: str):
         if action == "hang":
@@ -200,26 +201,18 @@ class Misbehaving:
         if action == "sysexit":
             sys.exit(2)
         self.expert_hangs |= action == "arm"
-        self.steps += 1
-        won = self.steps == 3
-        info = {"progress": {}, "anchor": "", "callback": (lambda: 0) if action == "unpicklable" else None}
-        return StepResult(Observation("ok", ("ok",), ""), won, won, float(won), True, info)
-
-    def admissible_actions(self) -> list[str]:
-        return ["ok"]
+        result = super().step(action)
+        if action == "unpicklable":
+            result.info["callback"] = lambda: 0  # a step result that cannot be sent back from a worker
+        return result
 
     def expert_action(self) -> str:
         if self.expert_hangs:
             time.sleep(HANG_SECONDS)
-        return "ok"
+        return super().expert_action()
 
 
-register_env(
-    "misbehaving",
-    make=Misbehaving,
-    list_tasks=lambda split: [Task("misbehaving", f"misbehaving/{i}", split) for i in range(4)],
-    overwrite=True,
-)
+register_toy("misbehaving", Misbehaving)
 
 
 def _error(result: StepResult) -> str:
