@@ -14,8 +14,9 @@ from __future__ import annotations
 import random
 
 import pytest
+from env_checks import expert_play
 
-from rspo_kit.envs import EpisodeOverError, list_tasks, make_env
+from rspo_kit.envs import EpisodeOverError, make_env
 from rspo_kit.envs.alfworld.native import demangled_names, plan_cost
 from rspo_kit.envs.alfworld.scenes import TASK_ROOMS, TASK_TYPES, SceneKnobs, TaskSpec, generate_scene
 from rspo_kit.envs.base import Task
@@ -216,13 +217,7 @@ def test_native_engine_is_chosen_by_make_env_and_keeps_the_protocol(eval_task_pe
 
 @pytest.mark.parametrize("split", ["eval", "eval_unseen"])
 def test_native_expert_solves_every_task_of_the_split_in_process(split):
-    from rspo_kit.envs.batch import BatchRunner
-    from rspo_kit.envs.play import expert_policy, play, success_table
-
-    tasks = list_tasks("alfworld", split=split)
-    with BatchRunner("alfworld", n_workers=0, env_kwargs={"engine": "native"}) as runner:
-        episodes = play(runner, tasks, expert_policy, progress_bar=False)
-    table = {row["kind"]: row for row in success_table(episodes)}
+    episodes, table = expert_play("alfworld", split, n_workers=0, engine="native")
     assert [e.task_id for e in episodes if not e.won] == []
     assert table["all"]["tasks"] == 120 and table["all"]["invalid_share"] == 0.0
 
