@@ -44,7 +44,7 @@ from rspo_kit.envs.alfworld.scenes import (
     generate_scene,
     mangle,
 )
-from rspo_kit.envs.alfworld.state import GoalInfo, WorldState
+from rspo_kit.envs.alfworld.state import OBJECT_CONDITIONS, GoalInfo, WorldState
 from rspo_kit.envs.base import EpisodeOverError, Observation, StepResult, Task, normalize_command
 
 INVALID_FEEDBACK = "Nothing happens."
@@ -654,10 +654,7 @@ def world_state(world: World, s: NativeState) -> WorldState:
         receptacle_at=world.location_of,
         otype=world.otype_of,
         rtype=world.rtype_of,
-        hot=s.hot,
-        clean=s.clean,
-        cool=s.cool,
-        toggled=s.toggled,
+        **{name: getattr(s, name) for name in OBJECT_CONDITIONS},
     )
 
 

@@ -60,12 +60,16 @@ def _type_name(name: str) -> str:
     return name[: -len("type")] if name.endswith("type") else name
 
 
+# the object conditions a WorldState tracks, each the set of objects in it (the engine's is<name> facts)
+OBJECT_CONDITIONS = ("hot", "clean", "cool", "toggled")
+
+
 def world_from_facts(facts: Iterable) -> WorldState:
     """Build a WorldState from textworld Propositions with demangled argument names."""
     at = ""
     held, opened, openable = set(), set(), set()
     in_rec, rec_at, otype, rtype = {}, {}, {}, {}
-    flags: dict[str, set[str]] = {"ishot": set(), "isclean": set(), "iscool": set(), "istoggled": set()}
+    flags: dict[str, set[str]] = {f"is{condition}": set() for condition in OBJECT_CONDITIONS}
     for fact in facts:
         args = [v.name.strip() for v in fact.arguments]
         name = fact.name
@@ -96,10 +100,7 @@ def world_from_facts(facts: Iterable) -> WorldState:
         receptacle_at=rec_at,
         otype=otype,
         rtype=rtype,
-        hot=frozenset(flags["ishot"]),
-        clean=frozenset(flags["isclean"]),
-        cool=frozenset(flags["iscool"]),
-        toggled=frozenset(flags["istoggled"]),
+        **{condition: frozenset(flags[f"is{condition}"]) for condition in OBJECT_CONDITIONS},
     )
 
 
