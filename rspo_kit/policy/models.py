@@ -92,20 +92,22 @@ CORPUS_FAMILIES = ("chain-",)  # env-name prefixes whose every member's text COR
 CORPUS_VERSION = 4  # bump when the corpus recipe (envs, episodes, template words) changes
 
 
+# Qwen2Config's name of each architecture field of a ModelPreset
+QWEN2_NAMES = {
+    "hidden_size": "hidden_size",
+    "intermediate_size": "intermediate_size",
+    "num_layers": "num_hidden_layers",
+    "num_heads": "num_attention_heads",
+    "num_kv_heads": "num_key_value_heads",
+    "max_positions": "max_position_embeddings",
+}
+
+
 def qwen2_config(p: ModelPreset, tokenizer) -> Qwen2Config:
-    return Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=p.hidden_size,
-        intermediate_size=p.intermediate_size,
-        num_hidden_layers=p.num_layers,
-        num_attention_heads=p.num_heads,
-        num_key_value_heads=p.num_kv_heads,
-        max_position_embeddings=p.max_positions,
-        tie_word_embeddings=True,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
+    """The preset's architecture as a Qwen2 config, sized to ``tokenizer`` and tying its embeddings."""
+    architecture = {theirs: getattr(p, ours) for ours, theirs in QWEN2_NAMES.items()}
+    special = {f"{t}_token_id": getattr(tokenizer, f"{t}_token_id") for t in ("pad", "bos", "eos")}
+    return Qwen2Config(vocab_size=len(tokenizer), tie_word_embeddings=True, **architecture, **special)
 
 
 @cache
