@@ -127,12 +127,17 @@ def ref_grpo(rewards, group, use_std=True, eps=1e-6):
     return out
 
 
-def ref_discounted_returns(step_rewards, step_traj, gamma):
+def ref_steps_of(step_traj) -> dict[int, list[int]]:
+    """Each trajectory's step indices, in order."""
     steps_of = defaultdict(list)
     for s, traj in enumerate(step_traj):
         steps_of[traj].append(s)
+    return steps_of
+
+
+def ref_discounted_returns(step_rewards, step_traj, gamma):
     out = [0.0] * len(step_rewards)
-    for steps in steps_of.values():
+    for steps in ref_steps_of(step_traj).values():
         running = 0.0
         for s in reversed(steps):
             running = step_rewards[s] + gamma * running
@@ -159,11 +164,8 @@ def ref_gigpo(b, gamma, omega, use_std, episode_stats, eps=1e-6):
 
 def ref_turn_gae(rewards, values, step_traj, gamma, lam):
     """cleanrl's lastgaelam loop, one trajectory at a time; the last turn is terminal."""
-    steps_of = defaultdict(list)
-    for s, traj in enumerate(step_traj):
-        steps_of[traj].append(s)
     advantages = [0.0] * len(rewards)
-    for steps in steps_of.values():
+    for steps in ref_steps_of(step_traj).values():
         lastgaelam = 0.0
         for k in reversed(range(len(steps))):
             next_value = values[steps[k + 1]] if k + 1 < len(steps) else 0.0
