@@ -13,6 +13,7 @@ import pytest
 import torch
 from lock_env import register_lock
 from safetensors.torch import load_file, save_file
+from trainer_runs import trained_keeping_last_update
 
 import rspo_kit.train.trainer as trainer_module
 from rspo_kit.train import RunConfig, Trainer, initial_policy, preset, train
@@ -77,16 +78,8 @@ def test_a_non_finite_gradient_stops_the_run_before_its_step_and_resume_continue
 def _one_iteration(tmp_path: Path, algo: str):
     """A learner after one iteration and the batch it trained on."""
     cfg = _smoke(tmp_path, algo=algo, train__iterations=1)
-    captured = {}
-
-    class Capture:
-        def on_update_end(self, event):
-            captured["batch"] = event.data["batch"]
-
-    policy, report = initial_policy(cfg, progress_bar=False)
-    trainer = Trainer(cfg, policy, [Capture()], start_report=report)
-    trainer.run()
-    return cfg, trainer._learner("actor"), captured["batch"]
+    trainer, last = trained_keeping_last_update(cfg)
+    return cfg, trainer._learner("actor"), last["batch"]
 
 
 def _snapshot(learner) -> list[torch.Tensor]:

@@ -12,6 +12,7 @@ from types import SimpleNamespace as NS
 import pytest
 import torch
 from lock_env import register_lock
+from trainer_runs import assert_actor_gradient_is_the_same_under, trained_keeping_last_update
 
 from rspo_kit.algos import clipped_policy_loss, shifted_center
 from rspo_kit.rewards.signals import RewardModel
@@ -19,7 +20,7 @@ from rspo_kit.swap.buffer import LoopBuffer, ReplayEntry, draw
 from rspo_kit.swap.loop import LoopBatch, LoopSettings, rspo_loop
 from rspo_kit.train import Trainer, initial_policy, preset, train
 from rspo_kit.train.resume import restore_newest
-from rspo_kit.train.update import UpdateBatch, _share_weights, batch_advantages, flatten, policy_gradient
+from rspo_kit.train.update import UpdateBatch, _share_weights, batch_advantages, flatten
 
 register_lock()
 
@@ -145,27 +146,12 @@ def test_noise_in_place_of_every_dense_reward_changes_b_and_nothing_a_learns_fro
 def test_the_actors_gradient_on_a_real_loop_ignores_a_process_reward_made_of_noise(tmp_path):
     cfg = preset("smoke", env="dial", algo="gigpo", swap=True, reward__misalign_eps=1.0)
     cfg.train.iterations, cfg.train.run_dir, cfg.train.threads = 1, str(tmp_path / "run"), 1
-    seen = {}
-
-    class Capture:
-        def on_update_end(self, event):
-            seen["batch"] = event.data["batch"]
-
-    policy, report = initial_policy(cfg, progress_bar=False)
-    trainer = Trainer(cfg, policy, [Capture()], start_report=report)
-    trainer.run()
-    batch = seen["batch"]
+    trainer, last = trained_keeping_last_update(cfg)
+    batch = last["batch"]
     assert any(batch.offpolicy) and any(a is not None for a in batch.stored_advantages)
     noise = random.Random(3)
     noisy = RewardModel(trainer.rewards.env, trainer.rewards.outcome, lambda *a: noise.random(), 0.5)
-    relabelled = UpdateBatch(
-        batch.trajs, noisy.batch_rewards(batch.trajs, "outcome"), batch.offpolicy, batch.stored_advantages
-    )
-    actor = trainer._learner("actor")
-    g = policy_gradient(actor, batch, cfg.algo, cfg.swap.offpolicy)
-    g_noise = policy_gradient(actor, relabelled, cfg.algo, cfg.swap.offpolicy)
-    assert all((a is None and b is None) or torch.equal(a, b) for a, b in zip(g, g_noise, strict=True))
-    assert any(x is not None and x.abs().sum() > 0 for x in g)
+    assert_actor_gradient_is_the_same_under(trainer, cfg, batch, noisy)
 
 
 def test_rspo_o_trains_b_on_the_outcome_and_dense_noise_moves_only_bs_reward():

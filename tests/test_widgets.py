@@ -15,12 +15,13 @@ import plotly.graph_objects as go
 import pytest
 import torch
 from lock_env import register_lock
+from trainer_runs import trained
 
 import rspo_widgets
 from rspo_kit.records import load_turns
 from rspo_kit.rewards import diagnose
 from rspo_kit.rewards.signals import RewardModel
-from rspo_kit.train import Trainer, initial_policy, preset, train
+from rspo_kit.train import preset, train
 from rspo_kit.train.trainer import Event
 from rspo_kit.train.update import UpdateBatch, batch_advantages
 from rspo_widgets import (
@@ -57,16 +58,20 @@ class Recorder:
         return [e for e in self.events if e.name == name]
 
 
+def _smoke_run(tmp_path_factory, folder: str, callbacks, env: str = "dial", **preset_kwargs):
+    """A seed-0 smoke run in a fresh folder, trained to its end with ``callbacks`` attached: its config
+    and trainer."""
+    cfg = preset("smoke", env=env, seed=0, **preset_kwargs)
+    cfg.train.run_dir = str(tmp_path_factory.mktemp(folder) / "run")
+    cfg.train.threads = 1
+    return cfg, trained(cfg, callbacks)
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     """A two-loop RSPO-GiGPO smoke run on the lock env (seconds), with a live dashboard attached."""
-    cfg = preset("smoke", env="dial", algo="gigpo", swap=True, seed=0)
-    cfg.train.run_dir = str(tmp_path_factory.mktemp("widgets") / "run")
-    cfg.train.threads = 1
     recorder, dashboard = Recorder(), TrainingDashboard()
-    policy, _ = initial_policy(cfg, progress_bar=False)
-    trainer = Trainer(cfg, policy, callbacks=[recorder, dashboard])
-    trainer.run()
+    cfg, trainer = _smoke_run(tmp_path_factory, "widgets", [recorder, dashboard], algo="gigpo", swap=True)
     return {
         "cfg": cfg,
         "trainer": trainer,
@@ -79,13 +84,8 @@ def run(tmp_path_factory):
 @pytest.fixture(scope="module")
 def group_mixing_run(tmp_path_factory):
     """A two-iteration smoke run of the earlier design (group_mixing), whose swap SwapInspector draws."""
-    cfg = preset("smoke", env="dial", algo="gigpo", swap="group_mixing", seed=0)
-    cfg.train.run_dir = str(tmp_path_factory.mktemp("group_mixing") / "run")
-    cfg.train.threads = 1
     recorder = Recorder()
-    policy, _ = initial_policy(cfg, progress_bar=False)
-    trainer = Trainer(cfg, policy, callbacks=[recorder])
-    trainer.run()
+    cfg, trainer = _smoke_run(tmp_path_factory, "group_mixing", [recorder], algo="gigpo", swap="group_mixing")
     return {"cfg": cfg, "trainer": trainer, "rec": recorder}
 
 
@@ -587,13 +587,16 @@ from rspo_kit.experiments.env_tour import detour_groups  # noqa: E402
 @pytest.fixture(scope="module")
 def cellar_run(tmp_path_factory):
     """A two-iteration RSPO-GRPO smoke run on the user's env, its explorer on the generic progress."""
-    cfg = preset("smoke", env="cellar", algo="grpo", swap=True, seed=0, reward__process="progress")
-    cfg.train.run_dir = str(tmp_path_factory.mktemp("cellar") / "run")
-    cfg.train.threads = 1
     recorder, dashboard = Recorder(), TrainingDashboard()
-    policy, _ = initial_policy(cfg, progress_bar=False)
-    trainer = Trainer(cfg, policy, callbacks=[recorder, dashboard])
-    trainer.run()
+    cfg, trainer = _smoke_run(
+        tmp_path_factory,
+        "cellar",
+        [recorder, dashboard],
+        env="cellar",
+        algo="grpo",
+        swap=True,
+        reward__process="progress",
+    )
     return {"cfg": cfg, "trainer": trainer, "rec": recorder, "dash": dashboard}
 
 
