@@ -579,6 +579,39 @@ def test_report_reads_table_6_s_state_repeats_at_the_same_updates_of_a_and_pairs
     )  # no task-by-task tables: nothing here is a final evaluation
 
 
+def test_report_counts_lift_offs_seed_by_seed_with_exact_tests(tmp_path, capsys):
+    from rspo_kit.experiments.report import main as report_main
+
+    grid = {"SEED": [0, 1, 2, 3, 4, 5], "SWAP": [False, True]}
+    ended = {"false": [0.0, 0.5, 0.0, 0.0, 0.01, 0.0], "true": [0.75, 0.0, 0.6, 0.45, 0.0, 0.9]}
+    done = {
+        f"SEED={s}__SWAP={v}": {"final_sampled_eval_success": ended[v][s]} for s in range(6) for v in ended
+    }
+    del done["SEED=5__SWAP=false"]  # a seed one side lacks counts for its own side, not for the pairs
+    _fake_sweep(tmp_path / "sweep", grid, done)
+    args = [str(tmp_path / "sweep"), "--paired", "variant=rspo,plain"]
+    assert report_main([*args, "--lift-off", "final_sampled_eval_success", "0.4"]) == 0
+    out = capsys.readouterr().out.split("\n\n")
+    at = out.index("Lift-off, seed by seed:")
+    table = out[at + 1].splitlines()
+    assert table[0] == (
+        "| difference | lifted off (final_sampled_eval_success > 40.0) | only a / only b "
+        "| sign test p (paired) | Fisher p (unpaired) |"
+    )
+    # rspo: 4 of 6 (0, 2, 3, 5); plain: 1 of 5 (1); of the five shared seeds 3 only rspo, 1 only plain
+    # (sign test: 2 * 5/16); Fisher on 4/6 vs 1/5: the tables as or less likely than this one
+    assert (
+        table[2]
+        == "| variant=rspo − variant=plain | 4 of 6 (0, 2, 3, 5) / 1 of 5 (1) | 3 / 1 | 0.625 | 0.242 |"
+    )
+    assert report_main(args) == 0
+    assert "Lift-off" not in capsys.readouterr().out  # only where asked for
+    assert report_main([str(tmp_path / "sweep"), "--lift-off", "final_sampled_eval_success", "0.4"]) == 2
+    assert "give --paired too" in capsys.readouterr().err
+    assert report_main([*args, "--lift-off", "final_success", "0.4"]) == 2
+    assert "no metric 'final_success'" in capsys.readouterr().err
+
+
 def test_report_statistics_show_the_cells_still_running_as_far_as_they_got(tmp_path, capsys):
     from rspo_kit.experiments.report import main as report_main
 

@@ -93,7 +93,7 @@ def _check_keys(table: pd.DataFrame, pair: Pair) -> None:
             raise ValueError(f"no grid key {key!r}; the cells have {sorted(table.columns)}")
 
 
-def _paired_groups(
+def paired_groups(
     table: pd.DataFrame, pairs: Sequence[Pair], by: Sequence[str]
 ) -> Iterator[tuple[str, tuple, pd.DataFrame, pd.DataFrame]]:
     """(the pair's label, the group's values of ``by``, side a's cells, side b's cells) for each pair
@@ -126,7 +126,7 @@ def paired_table(
     header = [*by, "difference", "seeds", *metrics]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     units = {m: unit_of(m, table[m]) for m in metrics}
-    for label, group, first, second in _paired_groups(table, pairs, by):
+    for label, group, first, second in paired_groups(table, pairs, by):
         seeds = sorted(set(first.index) & set(second.index))
         if not seeds:
             continue
@@ -185,7 +185,7 @@ def task_paired_table(
     the tasks.
     """
     rows: list[list[str]] = []
-    for label, group, first_cells, second_cells in _paired_groups(table, pairs, by):
+    for label, group, first_cells, second_cells in paired_groups(table, pairs, by):
         first, second = first_cells["cell"], second_cells["cell"]
         seeds = sorted(
             s for s in set(first.index) & set(second.index) if first[s] in episodes and second[s] in episodes

@@ -27,13 +27,18 @@ together (``curves_page``). ``--by-kind`` splits every final evaluation in two b
 the warm start's demonstrations left out (``policy.sft_exclude_kinds``, or the kinds named) and the
 kinds they showed (``split_by_kind``): a table of each half's success seed by seed (``kind_table``),
 the task-by-task tables per half, and, where the cells kept their turn tables (a live sweep folder), the
-training rollouts' success per role and half (``rollout_kind_table``).
+training rollouts' success per role and half (``rollout_kind_table``). The metrics
+``repeats_third_share``, ``repeats_two_thirds_share`` and ``repeats_end_share`` are read from each
+run's training log (``state_repeats``: the paper's Table 6) and pair by seed like the others.
+``--lift-off METRIC THRESHOLD`` with ``--paired`` counts, for each pair, the seeds in which each side
+ended above the threshold and tests the two rates exactly (``lift_off``): where runs either stall or
+take off, a mean over seeds describes neither.
 
 This module puts the report together and is its command line; its parts are modules of
 ``rspo_kit.experiments``: the tables and their units (``tables``), the paired differences
 (``pairing``), several folders read as one sweep (``pooling``), the runs' statistics
-(``training_statistics``), the state repeats of Table 6 (``state_repeats``) and the split by task
-kind (``by_kind``).
+(``training_statistics``), the state repeats of Table 6 (``state_repeats``), the lift-off counts
+(``lift_off``) and the split by task kind (``by_kind``).
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ from rspo_kit.experiments.by_kind import (
 )
 from rspo_kit.experiments.cells import cell_progress
 from rspo_kit.experiments.figures import CURVE_AXES, CURVE_X, curve_figure, write_figure_html
+from rspo_kit.experiments.lift_off import lift_off_table
 from rspo_kit.experiments.pairing import (
     Pair,
     pair_keys,
@@ -153,12 +159,14 @@ def report(
     paired: Sequence[Pair] = (),
     reference: str | Path | None = None,
     by_kind: Sequence[str] | None = None,
+    lift_off: tuple[str, float] | None = None,
 ) -> str:
     """The Markdown report of the sweep in ``out_dirs``, one folder or several read as one sweep
     (``pooled_sweep``; see the module docstring). ``reference``: a run folder with final episodes
     (e.g. ``OUT/warmstart_run`` of ``sweep --reference-run``) that every group is compared with task by
     task. ``by_kind``: the task kinds to split every final evaluation by (``split_by_kind``), or ``()``
-    for the kinds the cells' warm start left out (``sweep_left_out_kinds``); None does not split."""
+    for the kinds the cells' warm start left out (``sweep_left_out_kinds``); None does not split.
+    ``lift_off``: (metric, threshold): each pair's count of seeds that ended above it (``lift_off_table``)."""
     out_dirs = [out_dirs] if isinstance(out_dirs, (str, Path)) else list(out_dirs)
     manifest, rows, folders = pooled_sweep(out_dirs)
     start = load_episodes(reference) if reference is not None else None
@@ -216,6 +224,15 @@ def report(
                     paired_table(table, pairs, others(keys), metrics) for keys, pairs in per_keys.items()
                 )
             )
+            if lift_off is not None:
+                metric, threshold = lift_off
+                tables.append(
+                    "Lift-off, seed by seed:\n\n"
+                    + "\n\n".join(
+                        lift_off_table(table, pairs, others(keys), metric, threshold)
+                        for keys, pairs in per_keys.items()
+                    )
+                )
             if episodes and task_pairs:
                 tables.append(
                     f"Paired by seed and task (the final evaluations' episodes; {caption}):\n\n"
@@ -306,6 +323,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "told apart by several keys, e.g. 'variant=control&swap.replay_ratio=0.0,variant=plain' (repeatable)",
     )
     ap.add_argument(
+        "--lift-off",
+        nargs=2,
+        default=None,
+        metavar=("METRIC", "THRESHOLD"),
+        help="with --paired: in how many seeds each side's METRIC ended above THRESHOLD (a fraction, e.g. "
+        "final_sampled_eval_success 0.4), with the exact sign test by seed and Fisher's exact test",
+    )
+    ap.add_argument(
         "--reference",
         default=None,
         metavar="RUN_DIR",
@@ -353,7 +378,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             page = curves_page(args.out, args.curves, args.curve, args.metrics, args.curve_x)
             print(f"wrote {page}", file=sys.stderr)
         kinds = None if args.by_kind is None else kind_names(args.by_kind)
-        print(report(args.out, args.metrics, args.statistics, pairs, args.reference, kinds))
+        lift_off = None
+        if args.lift_off is not None:
+            if not pairs:
+                raise ValueError("--lift-off counts the two sides of a pair: give --paired too")
+            lift_off = (args.lift_off[0], float(args.lift_off[1]))
+        print(report(args.out, args.metrics, args.statistics, pairs, args.reference, kinds, lift_off))
         if args.advantage_share:
             from rspo_kit.experiments.advantage import advantage_share_report
 
