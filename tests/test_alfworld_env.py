@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import pytest
+from env_checks import expert_play, step_checked
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rspo_kit.envs import EpisodeOverError, list_tasks, make_env
 from rspo_kit.envs.alfworld.scenes import TASK_TYPES
-from rspo_kit.envs.batch import BatchRunner
-from rspo_kit.envs.play import expert_policy, play, success_table
 
 
 @pytest.mark.parametrize("split", ["eval", "eval_unseen"])
 def test_expert_solves_every_task_of_the_split(split):
-    tasks = list_tasks("alfworld", split=split)
-    with BatchRunner("alfworld", n_workers=2, env_kwargs={"engine": "alfworld"}) as runner:
-        episodes = play(runner, tasks, expert_policy, progress_bar=False)
-    table = {row["kind"]: row for row in success_table(episodes)}
+    episodes, table = expert_play("alfworld", split, n_workers=2, engine="alfworld")
     assert table["all"]["tasks"] == 120
     assert [e.task_id for e in episodes if not e.won] == []
     assert all(table[t]["success"] == 1.0 for t in TASK_TYPES)
@@ -219,12 +215,7 @@ def test_any_string_with_odd_code_points_is_a_legal_action(eval_task_per_type, e
     def check(actions):
         env.reset(task)
         for action in actions:
-            before, steps = env.info, env.steps
-            res = env.step(action)
-            assert env.steps == steps + 1 and isinstance(res.obs.text, str)
-            if not res.valid:
-                assert res.obs.text == "Nothing happens." and res.info["anchor"] == before["anchor"]
-            if res.done:
+            if step_checked(env, action).done:
                 break
 
     check()

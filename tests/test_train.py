@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 import torch
 from lock_env import register_lock
+from trainer_runs import assert_actor_gradient_is_the_same_under, trained_keeping_last_update
 
 from rspo_kit.rewards.signals import RewardModel
 from rspo_kit.train import EVENTS, RunConfig, Trainer, initial_policy, preset, train
@@ -293,15 +294,8 @@ def test_process_rewards_never_reach_the_actor_but_drive_the_explorer(tmp_path):
     batch's rewards and the stored advantages of its replayed trajectories are the outcome's alone."""
     cfg = _smoke("dial", "gigpo", True, tmp_path, reward__misalign_eps=1.0)
     cfg.train.iterations = 1
-    captured = {}
-
-    class Capture:
-        def on_update_end(self, event):
-            captured.update(event.data)
-
-    trainer = _trainer(cfg, callbacks=[Capture()])
-    trainer.run()
-    batch, record = captured["batch"], captured["record"]
+    trainer, last = trained_keeping_last_update(cfg)
+    batch, record = last["batch"], last["record"]
     assert any(batch.offpolicy), "A's batch should hold replayed explorer trajectories"
     # the same trajectories scored by outcome under a different (aligned) process reward
     aligned = RewardModel.build("dial", process="subgoal", misalign_eps=0.0)
@@ -312,14 +306,7 @@ def test_process_rewards_never_reach_the_actor_but_drive_the_explorer(tmp_path):
     )
     stored = [a for e in record.collection for a in e.advantages]
     assert stored == pytest.approx(recomputed.step.tolist())
-    outcome_batch = UpdateBatch(
-        batch.trajs, aligned.batch_rewards(batch.trajs, "outcome"), batch.offpolicy, batch.stored_advantages
-    )
-    actor = trainer._learner("actor")
-    g_rspo = policy_gradient(actor, batch, cfg.algo, cfg.swap.offpolicy)
-    g_outcome = policy_gradient(actor, outcome_batch, cfg.algo, cfg.swap.offpolicy)
-    assert all((a is None and b is None) or torch.equal(a, b) for a, b in zip(g_rspo, g_outcome, strict=True))
-    assert any(g is not None and g.abs().sum() > 0 for g in g_rspo)
+    assert_actor_gradient_is_the_same_under(trainer, cfg, batch, aligned)
     # the explorer's objective does see the process reward: misaligned vs aligned differ on its dense batch
     explorer = trainer._learner("explorer")
     trajs = record.explorer[-1].trajs
@@ -354,15 +341,8 @@ def _captured_batch(tmp_path, algo):
     """The last batch of A's first loop: on-policy steps and replayed ones under the shifted clip."""
     cfg = _smoke("dial", algo, True, tmp_path)
     cfg.train.iterations = 1
-    captured = {}
-
-    class Capture:
-        def on_update_end(self, event):
-            captured["batch"] = event.data["batch"]
-
-    trainer = _trainer(cfg, callbacks=[Capture()])
-    trainer.run()
-    return cfg, trainer._learner("actor"), captured["batch"]
+    trainer, last = trained_keeping_last_update(cfg)
+    return cfg, trainer._learner("actor"), last["batch"]
 
 
 def _grads(learner) -> list[torch.Tensor | None]:
