@@ -16,7 +16,8 @@ The modules, each with one job:
   sweep), ``tables`` (Markdown tables), ``pairing`` (differences paired by seed, task or reference
   run), ``training_statistics`` (how each run spent its budget, what the swap did), ``by_kind``
   (success by task kind), ``advantage`` (where the advantage goes), ``report`` (all of these as one
-  Markdown report, and its command line), ``archive``, ``results``;
+  Markdown report, and its command line), ``paper_table`` (the paper's Table 1 beside ours),
+  ``archive``, ``results``;
 - the notebooks' helpers: ``env_tour``, ``step_by_hand``.
 
 The code of this repository's own studies is in ``rspo_kit.studies``.
