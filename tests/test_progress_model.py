@@ -328,19 +328,3 @@ def test_comparison_summary_on_a_hand_built_table():
     assert hand["tau_groups"] == 0 and hand["rewarded_failure"] == 0.0
 
 
-def test_hacking_curve_reads_success_and_dense_return_per_update(tmp_path):
-    from rspo_kit.records import MetricsLog
-    from rspo_kit.records.metrics import METRICS_FILE
-    from rspo_kit.rewards.progress_model import hacking_curve
-
-    for seed, dense in ((0, [0.2, 0.5, 0.9]), (1, [0.1, 0.4, 0.8])):
-        (tmp_path / f"s{seed}").mkdir()
-        log = MetricsLog(tmp_path / f"s{seed}" / METRICS_FILE)
-        log.log({"iteration": 0, "eval/success": 0.1})  # the starting point: no rollout yet
-        for i, d in enumerate(dense, start=1):
-            log.log({"iteration": i, "rollout/success": 0.5 - 0.1 * i, "rollout/process_return": d,
-                     "rollout/cumulative_env_steps": 100.0 * i})  # fmt: skip
-    curve = hacking_curve([tmp_path / "s0", tmp_path / "s1"])
-    assert curve["update"].tolist() == [1, 2, 3, 1, 2, 3] and curve["run"].tolist()[:3] == ["s0"] * 3
-    assert curve.dense_return.tolist() == [0.2, 0.5, 0.9, 0.1, 0.4, 0.8]
-    assert curve.success.tolist()[:3] == pytest.approx([0.4, 0.3, 0.2])

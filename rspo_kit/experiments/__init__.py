@@ -17,7 +17,7 @@ The modules, each with one job:
   run), ``training_statistics`` (how each run spent its budget, what the swap did), ``by_kind``
   (success by task kind), ``advantage`` (where the advantage goes), ``report`` (all of these as one
   Markdown report, and its command line), ``paper_table`` (the paper's Table 1 beside ours),
-  ``archive``, ``results``;
+  ``dense_hacking`` (its Figure 3: a policy on the dense reward alone), ``archive``, ``results``;
 - the notebooks' helpers: ``env_tour``, ``step_by_hand``.
 
 The code of this repository's own studies is in ``rspo_kit.studies``.

@@ -40,14 +40,14 @@ have ``requires_grad`` False and it runs in eval mode under ``torch.no_grad``.
   the committed one) makes it the dense reward wherever a process reward goes (the dense baseline,
   mix, the explorer of the paper's loop); ``reward.process = "auto"`` picks it for the paper's loop
   where weights are committed (``auto_process_reward``). ``step_comparison`` lays its r̂_t beside the
-  hand-written reward for notebook 05; ``hacking_curve`` reads the paper's Figure 3 axes off runs.
+  hand-written reward for notebook 05 (``rspo_kit.experiments.dense_hacking`` reads the paper's
+  Figure 3 axes off runs trained on it alone).
 
 Train one from the command line (episodes of the env's committed warm start on train tasks, the
 encoder's states cached so that a refit takes seconds)::
 
     python -m rspo_kit.rewards.progress_model train --env alfworld --out data/progress_models/alfworld
     python -m rspo_kit.rewards.progress_model report data/progress_models/alfworld
-    python -m rspo_kit.rewards.progress_model curve RUN_DIR ... --out FOLDER
 
 Why one module of this length: the encoder, the head, the saved model and its checks, the process-reward
 adapter and the CLI make one artefact (a weights file is only valid with the encoder digest, head
@@ -790,44 +790,6 @@ def format_report(report: dict, training_data: dict, fit: dict) -> str:
     return "\n".join(lines)
 
 
-def hacking_curve(run_dirs: Sequence[str | Path]) -> pd.DataFrame:
-    """The paper's Figure 3 axes for runs that trained on a dense reward alone: per run and iteration
-    (``update`` i: the rollout A sampled before its i-th update), the rollout's success and mean dense
-    return (``rollout/success``, ``rollout/process_return``) and the env steps spent so far."""
-    from rspo_kit.records import load_metrics
-
-    frames = []
-    for run in run_dirs:
-        m = load_metrics(Path(run)).dropna(subset=["rollout/success"])
-        frames.append(
-            pd.DataFrame(
-                {
-                    "run": Path(run).name,
-                    "update": m["iteration"].astype(int),
-                    "success": m["rollout/success"],
-                    "dense_return": m["rollout/process_return"],
-                    "env_steps": m["rollout/cumulative_env_steps"],
-                }
-            )
-        )
-    return pd.concat(frames, ignore_index=True)
-
-
-def _curve(args: argparse.Namespace) -> None:
-    """``runs.csv`` (every run's curve) and ``curve.csv`` (the mean over runs per update) in ``--out``."""
-    runs = hacking_curve(args.runs)
-    mean = runs.groupby("update", as_index=False).agg(
-        runs=("run", "nunique"),
-        success=("success", "mean"),
-        dense_return=("dense_return", "mean"),
-        env_steps=("env_steps", "mean"),
-    )
-    args.out.mkdir(parents=True, exist_ok=True)
-    runs.round(5).to_csv(args.out / "runs.csv", index=False)
-    mean.round(5).to_csv(args.out / "curve.csv", index=False)
-    print(mean.round(3).to_string(index=False))
-
-
 def _report(args: argparse.Namespace) -> None:
     path = Path(args.folder) / META_FILE
     meta = read_json(path)
@@ -876,17 +838,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     report = commands.add_parser("report", help="print the fit report of a saved progress model")
     report.add_argument("folder")
     report.add_argument("--json", action="store_true")
-    curve = commands.add_parser(
-        "curve", help="success and dense return per update of runs trained on a dense reward alone"
-    )
-    curve.add_argument("runs", nargs="+", help="run directories")
-    curve.add_argument("--out", required=True, type=Path)
     # the top-level help shows every command's options, so that one --help says how to call any of them
-    parser.epilog = "\n".join(sub.format_usage().strip() for sub in (train, report, curve))
+    parser.epilog = "\n".join(sub.format_usage().strip() for sub in (train, report))
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded with the weights it writes
-    {"train": _train, "report": _report, "curve": _curve}[args.command](args)
+    {"train": _train, "report": _report}[args.command](args)
 
 
 if __name__ == "__main__":
