@@ -306,8 +306,28 @@ def test_a_study_report_is_what_its_command_prints(command):
     )
 
 
+# A study's table of the paper's Table 1 beside ours is what its command writes (``CMD > FILE``).
+STUDY_TABLES = [
+    c
+    for c in COMMANDS
+    if c.page.startswith("results/")
+    and "rspo_kit.experiments.paper_table" in c.text
+    and re.search(r" > (results/\S+\.md)$", c.text)
+]
+
+
+@pytest.mark.parametrize("command", STUDY_TABLES, ids=str)
+def test_a_study_table_is_what_its_command_writes(command):
+    text, _, target = command.text.rpartition(" > ")
+    argv = [sys.executable, *shlex.split(text)[1:]]
+    out = subprocess.run(argv, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout == _read(ROOT / target), f"{target} is not what {command.page}'s command writes now"
+
+
 def test_the_study_reports_are_checked():
     assert len(STUDY_REPORTS) >= 2
+    assert len(STUDY_TABLES) >= 2
 
 
 # ---- the checker itself fails where it should ----------------------------------------------------
