@@ -326,5 +326,3 @@ def test_comparison_summary_on_a_hand_built_table():
     assert (learned["kendall_tau"], learned["auc_success"], learned["rewarded_failure"]) == (1.0, 1.0, 0.5)
     assert (learned["mean_return_won"], learned["mean_return_failed"]) == (0.9, 0.4)
     assert hand["tau_groups"] == 0 and hand["rewarded_failure"] == 0.0
-
-
